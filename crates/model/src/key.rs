@@ -1,0 +1,173 @@
+//! Series key encoding: the canonical, memcomparable bytes of a tag set.
+//!
+//! Format: for each tag in ascending key order, the escaped key then the escaped value.
+//! A string is escaped by writing `0x00` as `0x00 0xFF` and ending it with `0x00 0x00`, so the
+//! byte order of two encodings equals the order of their (key, value) sequences, and any byte
+//! string round-trips. An empty tag set encodes as zero bytes.
+
+use crate::error::{ModelError, Result};
+
+/// The encoded key of a series (see the module docs for the format).
+pub type SeriesKey = Vec<u8>;
+
+/// Encodes a tag set. Tags need not be sorted; duplicate keys are an error.
+pub fn encode_series_key(tags: &[(&str, &str)], out: &mut Vec<u8>) -> Result<()> {
+    let mut order: Vec<usize> = (0..tags.len()).collect();
+    order.sort_unstable_by(|&a, &b| tags[a].0.cmp(tags[b].0));
+    for pair in order.windows(2) {
+        if tags[pair[0]].0 == tags[pair[1]].0 {
+            return Err(ModelError::DuplicateTag {
+                key: tags[pair[0]].0.to_string(),
+            });
+        }
+    }
+    for i in order {
+        escape(tags[i].0.as_bytes(), out);
+        escape(tags[i].1.as_bytes(), out);
+    }
+    Ok(())
+}
+
+fn escape(s: &[u8], out: &mut Vec<u8>) {
+    out.reserve(s.len() + 2);
+    for &b in s {
+        out.push(b);
+        if b == 0 {
+            out.push(0xFF);
+        }
+    }
+    out.extend_from_slice(&[0, 0]);
+}
+
+/// Decodes a series key into (key, value) pairs in key order.
+pub fn decode_series_key(key: &[u8]) -> Result<Vec<(String, String)>> {
+    let mut tags = Vec::new();
+    let mut pos = 0;
+    while pos < key.len() {
+        let k = unescape(key, &mut pos)?;
+        if pos >= key.len() {
+            return Err(ModelError::CorruptKey {
+                offset: pos,
+                reason: "tag key without a value",
+            });
+        }
+        let v = unescape(key, &mut pos)?;
+        tags.push((k, v));
+    }
+    Ok(tags)
+}
+
+fn unescape(key: &[u8], pos: &mut usize) -> Result<String> {
+    let start = *pos;
+    let mut s = Vec::new();
+    loop {
+        let Some(&b) = key.get(*pos) else {
+            return Err(ModelError::CorruptKey {
+                offset: *pos,
+                reason: "unterminated string",
+            });
+        };
+        *pos += 1;
+        if b != 0 {
+            s.push(b);
+            continue;
+        }
+        match key.get(*pos) {
+            Some(0) => {
+                *pos += 1;
+                break;
+            }
+            Some(0xFF) => {
+                *pos += 1;
+                s.push(0);
+            }
+            _ => {
+                return Err(ModelError::CorruptKey {
+                    offset: *pos,
+                    reason: "bad escape after NUL",
+                });
+            }
+        }
+    }
+    String::from_utf8(s).map_err(|_| ModelError::CorruptKey {
+        offset: start,
+        reason: "tag is not UTF-8",
+    })
+}
+
+/// A stable 64-bit hash of an encoded key (xxh3; never changes between versions, because it
+/// places series in hash buckets on disk).
+pub fn series_hash(key: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn enc(tags: &[(&str, &str)]) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode_series_key(tags, &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn named_cases() {
+        let cases: &[(&str, &[(&str, &str)], &[u8])] = &[
+            ("empty", &[], b""),
+            ("one", &[("a", "b")], b"a\0\0b\0\0"),
+            ("sorted", &[("b", "2"), ("a", "1")], b"a\0\01\0\0b\0\02\0\0"),
+            ("empty value", &[("a", "")], b"a\0\0\0\0"),
+            ("nul inside", &[("a", "x\0y")], b"a\0\0x\0\xFFy\0\0"),
+        ];
+        for (name, tags, want) in cases {
+            let got = enc(tags);
+            assert_eq!(got, *want, "{name}");
+            let back = decode_series_key(&got).unwrap();
+            let mut sorted: Vec<(String, String)> = tags
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            sorted.sort();
+            assert_eq!(back, sorted, "{name}");
+        }
+    }
+
+    #[test]
+    fn duplicate_key_rejected() {
+        let mut out = Vec::new();
+        let err = encode_series_key(&[("a", "1"), ("a", "2")], &mut out).unwrap_err();
+        assert_eq!(err, ModelError::DuplicateTag { key: "a".into() });
+    }
+
+    #[test]
+    fn corrupt_keys_are_errors() {
+        let cases: &[(&str, &[u8])] = &[
+            ("unterminated", b"abc"),
+            ("key only", b"a\0\0"),
+            ("bad escape", b"a\0\x01"),
+            ("not utf8", b"\xFF\0\0a\0\0"),
+        ];
+        for (name, bytes) in cases {
+            assert!(decode_series_key(bytes).is_err(), "{name}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn roundtrip_and_order(a in proptest::collection::btree_map("[a-c\\x00]{0,3}", "[a-c\\x00]{0,3}", 0..4),
+                               b in proptest::collection::btree_map("[a-c\\x00]{0,3}", "[a-c\\x00]{0,3}", 0..4)) {
+            let ta: Vec<(&str, &str)> = a.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            let tb: Vec<(&str, &str)> = b.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            let (ea, eb) = (enc(&ta), enc(&tb));
+            let da = decode_series_key(&ea).unwrap();
+            let want: Vec<(String, String)> = a.clone().into_iter().collect();
+            prop_assert_eq!(&da, &want);
+            // Memcomparable: byte order equals the order of the flattened (key, value) list.
+            let fa: Vec<&str> = ta.iter().flat_map(|(k, v)| [*k, *v]).collect();
+            let fb: Vec<&str> = tb.iter().flat_map(|(k, v)| [*k, *v]).collect();
+            prop_assert_eq!(ea.cmp(&eb), fa.cmp(&fb));
+        }
+    }
+}

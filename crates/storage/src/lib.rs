@@ -1,0 +1,1 @@
+//! tempora-storage (stub)

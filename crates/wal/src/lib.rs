@@ -1,0 +1,1 @@
+//! tempora-wal (stub)
