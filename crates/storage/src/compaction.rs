@@ -1,0 +1,196 @@
+//! Time-window compaction: each window of a region ends up in one file, without duplicates.
+//!
+//! The picker is a pure function over file metadata. A file whose rows span several windows,
+//! or a closed window holding two or more files, or the active window holding `trigger` files,
+//! starts a job; the job takes every file overlapping the same windows (transitively), merges
+//! them (newest write wins field by field), and writes one file per window. The manifest edit
+//! that swaps inputs for outputs is the commit point; inputs are deleted once no reader holds
+//! them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use arrow::array::{AsArray, BooleanArray};
+use arrow::compute::filter_record_batch;
+use arrow::datatypes::Int64Type;
+
+use crate::engine::Shared;
+use crate::error::Result;
+use crate::manifest::{Edit, FileMeta};
+use crate::region::{FileHandle, Region};
+use crate::run::{SortedRun, merge_runs};
+use crate::sst::{SstFilter, SstWriteOptions, read_sst, write_sst};
+use crate::table::Table;
+
+/// Time range of a file, for the picker.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FileSpan {
+    pub id: u64,
+    pub min_time: i64,
+    pub max_time: i64,
+}
+
+/// Groups of file ids to compact together. `active_window` is the window index of "now":
+/// windows at or after it need `trigger` files, older ones two.
+pub fn pick(files: &[FileSpan], window_ns: i64, active_window: i64, trigger: usize) -> Vec<Vec<u64>> {
+    assert!(window_ns > 0 && trigger >= 2);
+    let span = |f: &FileSpan| (f.min_time.div_euclid(window_ns), f.max_time.div_euclid(window_ns));
+    let mut per_window: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
+    for (i, f) in files.iter().enumerate() {
+        let (a, b) = span(f);
+        for w in a..=b.min(a + 10_000) {
+            per_window.entry(w).or_default().push(i);
+        }
+    }
+    let needs = |w: i64, n: usize| if w >= active_window { n >= trigger } else { n >= 2 };
+    let mut seeds: BTreeSet<usize> = files
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| span(f).0 != span(f).1)
+        .map(|(i, _)| i)
+        .collect();
+    for (w, v) in &per_window {
+        if needs(*w, v.len()) {
+            seeds.extend(v.iter().copied());
+        }
+    }
+    // Connected components of seed files through shared windows.
+    let mut taken = vec![false; files.len()];
+    let mut groups = Vec::new();
+    for s in seeds {
+        if taken[s] {
+            continue;
+        }
+        let mut stack = vec![s];
+        taken[s] = true;
+        let mut group = Vec::new();
+        while let Some(i) = stack.pop() {
+            group.push(files[i].id);
+            let (a, b) = span(&files[i]);
+            for w in a..=b.min(a + 10_000) {
+                for &j in &per_window[&w] {
+                    if !taken[j] {
+                        taken[j] = true;
+                        stack.push(j);
+                    }
+                }
+            }
+        }
+        group.sort_unstable();
+        groups.push(group);
+    }
+    groups
+}
+
+/// Compacts every region that needs it; returns the number of jobs run.
+pub(crate) fn compact_all(shared: &Shared) -> Result<usize> {
+    let _only_one = shared.compaction_lock.lock();
+    let mut jobs = 0;
+    let window = shared.opts.compaction_window_ns;
+    let active = shared.clock.now_ns().div_euclid(window);
+    for table in shared.all_tables() {
+        for region in table.all_regions() {
+            let files = region.files.read().clone();
+            let spans: Vec<FileSpan> = files
+                .iter()
+                .map(|f| FileSpan { id: f.meta.id, min_time: f.meta.min_time, max_time: f.meta.max_time })
+                .collect();
+            for group in pick(&spans, window, active, shared.opts.compaction_trigger_files) {
+                let inputs: Vec<Arc<FileHandle>> =
+                    files.iter().filter(|f| group.contains(&f.meta.id)).cloned().collect();
+                compact_group(shared, &table, &region, &inputs)?;
+                jobs += 1;
+            }
+        }
+    }
+    Ok(jobs)
+}
+
+fn compact_group(shared: &Shared, table: &Table, region: &Region, inputs: &[Arc<FileHandle>]) -> Result<()> {
+    let fields = table.fields();
+    let tags = table.tags();
+    let mut runs = Vec::with_capacity(inputs.len());
+    for f in inputs {
+        runs.push(read_sst(&f.meta.path, shared.store.get(&f.meta.path)?, &fields, &SstFilter::default())?);
+    }
+    let merged = merge_runs(&runs, &fields)?;
+    let opts = SstWriteOptions { row_group_rows: shared.opts.row_group_rows, zstd_level: shared.opts.zstd_level };
+    let mut added = Vec::new();
+    let mut written = Vec::new();
+    let result = (|| -> Result<()> {
+        for part in split_by_window(&merged, shared.opts.compaction_window_ns)? {
+            let (data, stats) = write_sst(&part, &tags, &fields, &opts)?;
+            let id = shared.manifest.lock().next_file_id();
+            let path = format!("{}/{id:016x}.parquet", region.key.dir());
+            shared.store.put(&path, data)?;
+            written.push(path.clone());
+            added.push(FileMeta {
+                id,
+                path,
+                rows: stats.rows,
+                size: stats.size,
+                min_time: stats.min_time,
+                max_time: stats.max_time,
+                max_seq: stats.max_seq,
+            });
+        }
+        let removed: Vec<u64> = inputs.iter().map(|f| f.meta.id).collect();
+        shared.manifest.lock().commit(vec![Edit::Compact { region: region.key, added: added.clone(), removed }])
+    })();
+    if let Err(e) = result {
+        for p in written {
+            let _ = shared.store.delete(&p);
+        }
+        return Err(e);
+    }
+    let mut files = region.files.write();
+    files.retain(|f| !inputs.iter().any(|i| i.meta.id == f.meta.id));
+    files.extend(added.into_iter().map(|m| FileHandle::new(m, shared.store.clone())));
+    for f in inputs {
+        f.mark_obsolete();
+    }
+    shared.metrics.compactions.inc();
+    Ok(())
+}
+
+/// Splits a sorted run into one run per time window (each still sorted by key and time).
+fn split_by_window(run: &SortedRun, window_ns: i64) -> Result<Vec<SortedRun>> {
+    let times = run.batch.column(1).as_primitive::<Int64Type>().values();
+    let windows: BTreeSet<i64> = times.iter().map(|t| t.div_euclid(window_ns)).collect();
+    if windows.len() <= 1 {
+        return Ok(vec![run.clone()]);
+    }
+    let mut out = Vec::new();
+    for w in windows {
+        let mask: BooleanArray = times.iter().map(|t| Some(t.div_euclid(window_ns) == w)).collect();
+        out.push(SortedRun { keys: run.keys.clone(), batch: filter_record_batch(&run.batch, &mask)? });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(id: u64, min_time: i64, max_time: i64) -> FileSpan {
+        FileSpan { id, min_time, max_time }
+    }
+
+    #[test]
+    fn picker_cases() {
+        // window 10, active window index 5 (times 50..60), trigger 3
+        let cases: Vec<(&str, Vec<FileSpan>, Vec<Vec<u64>>)> = vec![
+            ("nothing", vec![], vec![]),
+            ("one file per closed window", vec![f(1, 0, 9), f(2, 10, 19)], vec![]),
+            ("two files in a closed window", vec![f(1, 0, 5), f(2, 3, 9)], vec![vec![1, 2]]),
+            ("file spanning windows is split", vec![f(1, 0, 15)], vec![vec![1]]),
+            ("spanning pulls in neighbours", vec![f(1, 5, 15), f(2, 10, 12), f(3, 30, 35)], vec![vec![1, 2]]),
+            ("active window below trigger", vec![f(1, 50, 51), f(2, 52, 53)], vec![]),
+            ("active window at trigger", vec![f(1, 50, 51), f(2, 52, 53), f(3, 54, 55)], vec![vec![1, 2, 3]]),
+            ("negative times", vec![f(1, -5, -1), f(2, -9, -6)], vec![vec![1, 2]]),
+        ];
+        for (name, files, want) in cases {
+            assert_eq!(pick(&files, 10, 5, 3), want, "{name}");
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! The storage crate's error type, with its HTTP status and SQLSTATE mapping.
+
+use std::io;
+
+/// Errors of the storage engine.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("invalid input: {0}")]
+    Model(#[from] tempora_model::ModelError),
+    #[error("write-ahead log: {0}")]
+    Wal(#[from] tempora_wal::WalError),
+    #[error("series index: {0}")]
+    Index(#[from] tempora_index::IndexError),
+    #[error("object store {op} {path}: {source}")]
+    ObjectStore {
+        op: &'static str,
+        path: String,
+        source: object_store::Error,
+    },
+    #[error("i/o {op} {path}: {source}")]
+    Io {
+        op: &'static str,
+        path: String,
+        source: io::Error,
+    },
+    #[error("disk full while {op}: writes resume when space returns")]
+    DiskFull { op: &'static str },
+    #[error("parquet file {path}: {source}")]
+    Parquet {
+        path: String,
+        source: parquet::errors::ParquetError,
+    },
+    #[error("arrow: {0}")]
+    Arrow(#[from] arrow::error::ArrowError),
+    #[error("manifest {path} is corrupt: {reason}")]
+    CorruptManifest { path: String, reason: String },
+    #[error("memtable memory budget of {limit} bytes exhausted ({used} used); flushes are behind, retry later")]
+    MemoryBudget { used: usize, limit: usize },
+    #[error("ingest queue of worker {worker} is full ({capacity} requests); retry later")]
+    QueueFull { worker: usize, capacity: usize },
+    #[error("request too large: {what} is {size}, the limit is {limit}")]
+    TooLarge {
+        what: &'static str,
+        size: usize,
+        limit: usize,
+    },
+    #[error("table {0:?} not found")]
+    TableNotFound(String),
+    #[error("too many tables: the limit is {0}")]
+    TooManyTables(usize),
+    #[error("the engine is shut down")]
+    ShutDown,
+    #[error("injected fault: {0}")]
+    Injected(String),
+    #[error("{0}")]
+    Shared(String),
+}
+
+pub type Result<T> = std::result::Result<T, StorageError>;
+
+impl StorageError {
+    /// The HTTP status a server should answer with.
+    pub fn http_status(&self) -> u16 {
+        use StorageError::*;
+        match self {
+            Model(_) | TableNotFound(_) => 400,
+            TooLarge { .. } => 413,
+            MemoryBudget { .. } | QueueFull { .. } | DiskFull { .. } => 503,
+            TooManyTables(_) => 422,
+            _ => 500,
+        }
+    }
+
+    /// The PostgreSQL SQLSTATE a server should answer with.
+    pub fn sqlstate(&self) -> &'static str {
+        use StorageError::*;
+        match self {
+            Model(_) => "22000",
+            TableNotFound(_) => "42P01",
+            TooLarge { .. } => "54000",
+            MemoryBudget { .. } => "53200",
+            QueueFull { .. } => "53300",
+            DiskFull { .. } => "53100",
+            TooManyTables(_) => "54000",
+            CorruptManifest { .. } => "XX001",
+            _ => "XX000",
+        }
+    }
+
+    /// A copy for answering several requests with one failure (sources become text).
+    pub fn replicate(&self) -> StorageError {
+        use StorageError::*;
+        match self {
+            DiskFull { op } => DiskFull { op },
+            MemoryBudget { used, limit } => MemoryBudget { used: *used, limit: *limit },
+            QueueFull { worker, capacity } => QueueFull { worker: *worker, capacity: *capacity },
+            TooLarge { what, size, limit } => TooLarge { what, size: *size, limit: *limit },
+            TableNotFound(t) => TableNotFound(t.clone()),
+            ShutDown => ShutDown,
+            other => Shared(other.to_string()),
+        }
+    }
+
+    /// Whether retrying the same request later can succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            StorageError::MemoryBudget { .. }
+                | StorageError::QueueFull { .. }
+                | StorageError::DiskFull { .. }
+        )
+    }
+}
+
+/// Maps an io error to DiskFull when it is ENOSPC.
+pub(crate) fn io_err(op: &'static str, path: impl Into<String>, e: io::Error) -> StorageError {
+    if e.kind() == io::ErrorKind::StorageFull || e.raw_os_error() == Some(28) {
+        return StorageError::DiskFull { op };
+    }
+    StorageError::Io {
+        op,
+        path: path.into(),
+        source: e,
+    }
+}

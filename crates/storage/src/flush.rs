@@ -1,0 +1,164 @@
+//! Flush: frozen memtable parts → one Parquet file per region, then one manifest edit.
+//!
+//! Order (each step durable before the next): put data files → put index snapshots → commit
+//! the manifest edit (the commit point) → install the files in the regions and release the
+//! frozen parts → the worker truncates its WAL. A crash before the commit leaves orphan files
+//! (removed at the next start) and the rows still in the WAL; a crash after it leaves the rows
+//! in files, and replay skips them by the regions' flushed sequence.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use crossbeam::channel::Sender;
+use tempora_model::SeqNo;
+
+use crate::engine::Shared;
+use crate::error::Result;
+use crate::manifest::{Edit, FileMeta};
+use crate::memtable::FrozenPart;
+use crate::region::{FileHandle, Region};
+use crate::run::{SortedRun, merge_runs};
+use crate::sst::{SstWriteOptions, write_sst};
+use crate::table::Table;
+
+/// Work handed from a worker to the flusher thread.
+pub(crate) struct FlushJob {
+    pub worker: usize,
+    /// Every write of this worker at or below this sequence is in `regions`' parts.
+    pub flush_seq: SeqNo,
+    pub regions: Vec<(Arc<Table>, Arc<Region>, Vec<Arc<FrozenPart>>)>,
+    pub waiters: Vec<Sender<Result<()>>>,
+}
+
+/// Freezes every region of `worker` and gathers what to flush (runs on the worker thread).
+pub(crate) fn collect_flush_job(
+    shared: &Shared,
+    worker: usize,
+    flush_seq: SeqNo,
+    waiters: Vec<Sender<Result<()>>>,
+) -> FlushJob {
+    let mut regions = Vec::new();
+    for table in shared.all_tables() {
+        let names = table.field_names();
+        for region in table.all_regions() {
+            if region.worker != worker {
+                continue;
+            }
+            region.freeze(&names);
+            let parts = region.frozen.read().clone();
+            if !parts.is_empty() {
+                regions.push((table.clone(), region, parts));
+            }
+        }
+    }
+    FlushJob {
+        worker,
+        flush_seq,
+        regions,
+        waiters,
+    }
+}
+
+/// Makes a job durable (runs on the flusher thread).
+pub(crate) fn run_flush(shared: &Shared, job: &FlushJob) -> Result<()> {
+    let mut edits = Vec::new();
+    let mut installs = Vec::new();
+    let mut tables = BTreeMap::new();
+    let mut written = Vec::new();
+    let mut superseded = Vec::new();
+    let result = (|| -> Result<()> {
+        for (table, region, parts) in &job.regions {
+            let (meta, index_path) = flush_region(shared, table, region, parts, &mut written)?;
+            edits.push(Edit::Flush {
+                region: region.key,
+                files: vec![meta.clone()],
+                flushed_seq: job.flush_seq.0,
+                index_path,
+            });
+            installs.push((region.clone(), parts.clone(), meta));
+            tables.insert(table.name.clone(), table.clone());
+        }
+        for (name, t) in &tables {
+            edits.push(Edit::SetSchema {
+                name: name.clone(),
+                schema: (*t.schema()).clone(),
+            });
+        }
+        if edits.is_empty() {
+            return Ok(());
+        }
+        let mut manifest = shared.manifest.lock();
+        for (_, region, _) in &job.regions {
+            if let Some(old) = manifest.state().region(&region.key).and_then(|r| r.index_path.clone()) {
+                superseded.push(old);
+            }
+        }
+        manifest.commit(edits)?;
+        Ok(())
+    })();
+    if let Err(e) = result {
+        for path in written {
+            let _ = shared.store.delete(&path);
+        }
+        return Err(e);
+    }
+    for (region, parts, meta) in installs {
+        region.files.write().push(FileHandle::new(meta, shared.store.clone()));
+        region.flushed_seq.fetch_max(job.flush_seq.0, std::sync::atomic::Ordering::SeqCst);
+        let bytes = region.release_parts(&parts);
+        shared.sub_bytes(region.worker, bytes);
+    }
+    for path in superseded {
+        if let Err(e) = shared.store.delete(&path) {
+            tracing::warn!(path = %path, error = %e, "could not delete a superseded index");
+        }
+    }
+    shared.metrics.flushes.inc();
+    Ok(())
+}
+
+/// Writes one region's parts as a data file (and its index when it grew).
+fn flush_region(
+    shared: &Shared,
+    table: &Table,
+    region: &Region,
+    parts: &[Arc<FrozenPart>],
+    written: &mut Vec<String>,
+) -> Result<(FileMeta, Option<String>)> {
+    let fields = table.fields();
+    let (runs, index_bytes) = {
+        let index = region.index.read();
+        let key_of = |id: u32| {
+            Bytes::copy_from_slice(index.key(tempora_model::SeriesId(id)).expect("series in index"))
+        };
+        let runs: Vec<SortedRun> = parts
+            .iter()
+            .map(|p| SortedRun::from_series_batch(&p.batch, &fields, key_of))
+            .collect::<Result<_>>()?;
+        (runs, Bytes::from(index.encode()))
+    };
+    let run = merge_runs(&runs, &fields)?;
+    let opts = SstWriteOptions {
+        row_group_rows: shared.opts.row_group_rows,
+        zstd_level: shared.opts.zstd_level,
+    };
+    let (data, stats) = write_sst(&run, &table.tags(), &fields, &opts)?;
+    let id = shared.manifest.lock().next_file_id();
+    let path = format!("{}/{id:016x}.parquet", region.key.dir());
+    shared.store.put(&path, data)?;
+    written.push(path.clone());
+    let index_path = format!("{}/{id:016x}.tidx", region.key.dir());
+    shared.store.put(&index_path, index_bytes)?;
+    written.push(index_path.clone());
+    let meta = FileMeta {
+        id,
+        path,
+        rows: stats.rows,
+        size: stats.size,
+        min_time: stats.min_time,
+        max_time: stats.max_time,
+        max_seq: stats.max_seq,
+    };
+    Ok((meta, Some(index_path)))
+}

@@ -1,0 +1,46 @@
+//! Engine counters, read by the server's `/metrics`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A monotonically increasing counter.
+#[derive(Debug, Default)]
+pub struct Counter(AtomicU64);
+
+impl Counter {
+    pub fn inc(&self) {
+        self.add(1);
+    }
+    pub fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Counters of one engine.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    pub rows_written: Counter,
+    pub rows_rejected: Counter,
+    pub wal_commits: Counter,
+    pub flushes: Counter,
+    pub compactions: Counter,
+    pub files_expired: Counter,
+    pub write_stalls: Counter,
+}
+
+impl Metrics {
+    /// (name, help, value) of every counter, for Prometheus text output.
+    pub fn counters(&self) -> Vec<(&'static str, &'static str, u64)> {
+        vec![
+            ("tempora_rows_written_total", "Rows written to memtables.", self.rows_written.get()),
+            ("tempora_rows_rejected_total", "Rows rejected by schema or limits.", self.rows_rejected.get()),
+            ("tempora_wal_commits_total", "WAL group commits.", self.wal_commits.get()),
+            ("tempora_flushes_total", "Memtable flushes.", self.flushes.get()),
+            ("tempora_compactions_total", "Compactions.", self.compactions.get()),
+            ("tempora_files_expired_total", "Data files dropped by retention.", self.files_expired.get()),
+            ("tempora_write_stalls_total", "Writes that waited for memtable memory.", self.write_stalls.get()),
+        ]
+    }
+}

@@ -1,0 +1,108 @@
+//! Engine options: every queue, buffer and budget has a named limit here.
+
+use std::time::Duration;
+
+use tempora_wal::SyncPolicy;
+
+/// Options of one storage engine.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// Number of region worker threads (each owns a set of regions and one WAL).
+    pub workers: usize,
+    /// Capacity of each worker's write queue, in requests.
+    pub worker_queue_capacity: usize,
+    /// Most write requests a worker drains into one WAL commit.
+    pub max_requests_per_commit: usize,
+    /// Width of a time partition in nanoseconds (regions are partition × bucket).
+    pub partition_ns: i64,
+    /// Series-hash buckets per table and partition.
+    pub buckets: u32,
+    /// WAL durability.
+    pub wal_sync: SyncPolicy,
+    /// WAL segment size in bytes.
+    pub wal_segment_bytes: u64,
+    /// Memtable bytes (all regions) at which a worker flushes its regions.
+    pub flush_threshold_bytes: usize,
+    /// Memtable bytes (all regions) at which writes stall, waiting for flushes.
+    pub write_stall_bytes: usize,
+    /// How long a stalled write waits before failing with `MemoryBudget`.
+    pub write_stall_timeout: Duration,
+    /// Rows per Parquet row group.
+    pub row_group_rows: usize,
+    /// zstd level for data files.
+    pub zstd_level: i32,
+    /// Files in one compaction window that trigger a compaction.
+    pub compaction_trigger_files: usize,
+    /// Width of a compaction window in nanoseconds (must divide `partition_ns`).
+    pub compaction_window_ns: i64,
+    /// Most tables in one engine.
+    pub max_tables: usize,
+    /// Most columns in one table.
+    pub max_columns: usize,
+    /// Most series in one region index.
+    pub max_series_per_region: usize,
+    /// Most rows in one write request.
+    pub max_rows_per_request: usize,
+    /// Manifest edits between checkpoints.
+    pub manifest_checkpoint_every: u64,
+    /// Threads used to replay the WAL on start.
+    pub replay_threads: usize,
+    /// How often the maintenance thread runs retention and compaction.
+    pub maintenance_interval: Duration,
+}
+
+pub const HOUR_NS: i64 = 3_600_000_000_000;
+pub const DAY_NS: i64 = 24 * HOUR_NS;
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        Self {
+            workers: 2,
+            worker_queue_capacity: 256,
+            max_requests_per_commit: 64,
+            partition_ns: DAY_NS,
+            buckets: 4,
+            wal_sync: SyncPolicy::Sync,
+            wal_segment_bytes: 64 << 20,
+            flush_threshold_bytes: 512 << 20,
+            write_stall_bytes: 1 << 30,
+            write_stall_timeout: Duration::from_secs(10),
+            row_group_rows: 256 * 1024,
+            zstd_level: 3,
+            compaction_trigger_files: 4,
+            compaction_window_ns: 2 * HOUR_NS,
+            max_tables: 10_000,
+            max_columns: 4_096,
+            max_series_per_region: 10_000_000,
+            max_rows_per_request: 1_000_000,
+            manifest_checkpoint_every: 64,
+            replay_threads: 2,
+            maintenance_interval: Duration::from_secs(60),
+        }
+    }
+}
+
+impl EngineOptions {
+    /// Checks the invariants between options; a clear message names the bad option.
+    pub fn validate(&self) -> Result<(), String> {
+        let checks: [(bool, &str); 7] = [
+            (self.workers >= 1, "workers must be at least 1"),
+            (self.worker_queue_capacity >= 1, "worker_queue_capacity must be at least 1"),
+            (self.partition_ns > 0, "partition_ns must be positive"),
+            (self.buckets >= 1, "buckets must be at least 1"),
+            (
+                self.compaction_window_ns > 0 && self.partition_ns % self.compaction_window_ns == 0,
+                "compaction_window_ns must divide partition_ns",
+            ),
+            (
+                self.write_stall_bytes >= self.flush_threshold_bytes,
+                "write_stall_bytes must be at least flush_threshold_bytes",
+            ),
+            (self.row_group_rows >= 1, "row_group_rows must be at least 1"),
+        ];
+        match checks.iter().find(|(ok, _)| !ok) {
+            Some((_, msg)) => Err(msg.to_string()),
+            None => Ok(()),
+        }
+    }
+}

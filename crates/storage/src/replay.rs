@@ -1,0 +1,145 @@
+//! Start-up: rebuild tables and regions from the manifest, then replay every WAL.
+//!
+//! Replay applies a record only to a region whose flushed sequence is below the record's, and
+//! skips records of dropped tables and expired partitions. The replayed rows are flushed before
+//! the engine accepts writes, after which every WAL is truncated.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use tempora_index::{IndexLimits, SeriesIndex};
+use tempora_model::{RowBatch, SeqNo, TableId};
+use tempora_wal::Wal;
+
+use crate::engine::{Shared, WalFactory, wal_options};
+use crate::error::{Result, StorageError};
+use crate::flush::{collect_flush_job, run_flush};
+use crate::manifest::RegionKey;
+use crate::region::{FileHandle, Region};
+use crate::table::Table;
+use crate::worker::resolve_series;
+
+/// Builds tables and regions (with files and persisted indexes) from the manifest.
+pub(crate) fn load_manifest_state(shared: &Shared) -> Result<()> {
+    let state = shared.manifest.lock().state().clone();
+    let limits = IndexLimits { max_series: shared.opts.max_series_per_region };
+    let mut max_seq = 0;
+    let mut tables = shared.tables.write();
+    for (name, meta) in &state.tables {
+        tables.insert(name.clone(), Arc::new(Table::new(name, meta.id, meta.schema.clone(), meta.ttl_ns)));
+    }
+    for r in state.regions.values() {
+        let Some(table) = tables.values().find(|t| t.id == r.key.table) else {
+            continue;
+        };
+        let index = match &r.index_path {
+            Some(p) => SeriesIndex::decode(&shared.store.get(p)?, limits.clone())?,
+            None => SeriesIndex::new(limits.clone()),
+        };
+        let worker = shared.balancer.lock().assign(1e9);
+        let region = Region::new(r.key, worker, 1e9, index);
+        region.flushed_seq.store(r.flushed_seq, Ordering::SeqCst);
+        region.lvc_from_files.store(r.files.is_empty(), Ordering::SeqCst);
+        *region.files.write() = r
+            .files
+            .values()
+            .map(|f| FileHandle::new(f.clone(), shared.store.clone()))
+            .collect();
+        max_seq = max_seq.max(r.flushed_seq).max(r.files.values().map(|f| f.max_seq).max().unwrap_or(0));
+        table.regions.write().insert((r.key.partition, r.key.bucket), Arc::new(region));
+    }
+    shared.observe_seq(SeqNo(max_seq));
+    Ok(())
+}
+
+/// Decodes a WAL record written by the worker.
+fn decode_record(payload: &[u8]) -> Result<(RegionKey, RowBatch)> {
+    if payload.len() < 16 {
+        return Err(StorageError::Model(tempora_model::ModelError::CorruptBatch {
+            offset: payload.len(),
+            reason: "record shorter than its region address",
+        }));
+    }
+    let table = TableId(u32::from_le_bytes(payload[0..4].try_into().expect("4 bytes")));
+    let partition = i64::from_le_bytes(payload[4..12].try_into().expect("8 bytes"));
+    let bucket = u32::from_le_bytes(payload[12..16].try_into().expect("4 bytes"));
+    let batch = RowBatch::decode(&payload[16..])?;
+    Ok((RegionKey { table, partition, bucket }, batch))
+}
+
+/// Applies one replayed record.
+fn apply_record(shared: &Shared, seq: SeqNo, payload: &[u8]) -> Result<usize> {
+    shared.observe_seq(seq);
+    let (key, batch) = decode_record(payload)?;
+    let Some(table) = shared.table_by_id(key.table) else {
+        return Ok(0); // the table was dropped
+    };
+    if let Some(cutoff) = shared.retention_cutoff(&table) {
+        let end = (key.partition + 1).saturating_mul(shared.opts.partition_ns);
+        if end <= cutoff {
+            return Ok(0); // the partition expired
+        }
+    }
+    let region = shared.region_or_create(&table, key.partition, key.bucket);
+    if seq.0 <= region.flushed_seq.load(Ordering::SeqCst) {
+        return Ok(0);
+    }
+    let (rejected, field_map) = table.check(&batch, usize::MAX);
+    if !rejected.is_empty() {
+        tracing::warn!(seq = seq.0, rows = rejected.len(), "replayed rows conflict with the schema; skipped");
+    }
+    let mut skip = rejected.iter().map(|r| r.row as u32).peekable();
+    let rows: Vec<u32> = (0..batch.len() as u32)
+        .filter(|i| if skip.peek() == Some(i) { skip.next(); false } else { true })
+        .collect();
+    let mut refused = Vec::new();
+    let (kept, ids) = resolve_series(&region, &batch, &rows, &mut refused);
+    let it = kept.iter().zip(&ids).map(|(&r, &sid)| {
+        let row = batch.row(r as usize);
+        (sid, row.time.0, row.fields)
+    });
+    let added = region.apply(it, seq, &field_map);
+    shared.add_bytes(region.worker, added);
+    Ok(kept.len())
+}
+
+/// Replays every WAL, flushes what was replayed, and returns one open WAL per worker.
+pub(crate) fn replay_wals(shared: &Arc<Shared>, wals: &dyn WalFactory) -> Result<Vec<Wal>> {
+    let mut ids = wals.existing()?;
+    ids.extend(0..shared.opts.workers);
+    ids.sort_unstable();
+    ids.dedup();
+    let mut opened = Vec::new();
+    let mut rows = 0usize;
+    for id in ids {
+        let wal = Wal::open(wals.store(id)?, wal_options(&shared.opts))?;
+        let threads = shared.opts.replay_threads;
+        wal.replay(SeqNo(0), threads, |seq, payload| -> Result<()> {
+            rows += apply_record(shared, seq, payload)?;
+            Ok(())
+        })
+        .map_err(|e| match e {
+            tempora_wal::ReplayError::Wal(w) => StorageError::Wal(w),
+            tempora_wal::ReplayError::Callback(c) => c,
+        })?;
+        opened.push((id, wal));
+    }
+    if rows > 0 {
+        tracing::info!(rows, "replayed rows from the write-ahead logs; flushing them");
+        for w in 0..shared.opts.workers {
+            let job = collect_flush_job(shared, w, SeqNo(shared.seq_now()), Vec::new());
+            run_flush(shared, &job)?;
+        }
+    }
+    let last = SeqNo(shared.seq_now());
+    let mut mine = Vec::new();
+    for (id, mut wal) in opened {
+        if rows > 0 {
+            wal.truncate_before(last.next())?;
+        }
+        if id < shared.opts.workers {
+            mine.push(wal);
+        }
+    }
+    Ok(mine)
+}

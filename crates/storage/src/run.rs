@@ -1,0 +1,284 @@
+//! [`SortedRun`]: rows sorted by (series key, time, seq), the form in which memtable parts,
+//! data files and merge results meet.
+//!
+//! A run holds its distinct series keys once, sorted (`keys`), and a batch whose first three
+//! columns are `__rank` (u32 index into `keys`), `time` (i64 ns) and `__seq` (u64), followed by
+//! nullable field columns. Merging runs unifies their keys, sorts, and removes duplicates:
+//! for the same (series, time) the newest write wins **field by field** (a later write that
+//! leaves a field null does not erase an earlier value).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, UInt32Array, new_null_array};
+use arrow::compute::{SortColumn, concat_batches, lexsort_to_indices, take, take_record_batch};
+use arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef, UInt32Type, UInt64Type};
+use bytes::Bytes;
+use tempora_model::{FieldType, SEQ_COLUMN, TIME_COLUMN};
+
+use crate::error::Result;
+use crate::memtable::arrow_type;
+
+/// Column name of the key rank inside a run.
+pub const RANK_COLUMN: &str = "__rank";
+
+/// Rows sorted by (key, time, seq) with their keys stored once.
+#[derive(Debug, Clone)]
+pub struct SortedRun {
+    pub keys: Arc<Vec<Bytes>>,
+    pub batch: RecordBatch,
+}
+
+/// The schema of a run holding the given fields.
+pub fn run_schema(fields: &[(String, FieldType)]) -> SchemaRef {
+    let mut f = vec![
+        Field::new(RANK_COLUMN, DataType::UInt32, false),
+        Field::new(TIME_COLUMN, DataType::Int64, false),
+        Field::new(SEQ_COLUMN, DataType::UInt64, false),
+    ];
+    f.extend(
+        fields
+            .iter()
+            .map(|(n, t)| Field::new(n, arrow_type(*t), true)),
+    );
+    Arc::new(Schema::new(f))
+}
+
+impl SortedRun {
+    pub fn empty(fields: &[(String, FieldType)]) -> Self {
+        Self {
+            keys: Arc::new(Vec::new()),
+            batch: RecordBatch::new_empty(run_schema(fields)),
+        }
+    }
+
+    pub fn num_rows(&self) -> usize {
+        self.batch.num_rows()
+    }
+
+    pub fn ranks(&self) -> &[u32] {
+        self.batch.column(0).as_primitive::<UInt32Type>().values()
+    }
+    pub fn times(&self) -> &[i64] {
+        self.batch.column(1).as_primitive::<Int64Type>().values()
+    }
+    pub fn seqs(&self) -> &[u64] {
+        self.batch.column(2).as_primitive::<UInt64Type>().values()
+    }
+
+    /// Builds a run from a batch whose first column holds arbitrary u32 series ids, mapping ids
+    /// to keys with `key_of`. The result is sorted and deduplicated.
+    pub fn from_series_batch(
+        batch: &RecordBatch,
+        fields: &[(String, FieldType)],
+        key_of: impl Fn(u32) -> Bytes,
+    ) -> Result<SortedRun> {
+        let ids = batch.column(0).as_primitive::<UInt32Type>();
+        let mut distinct: Vec<u32> = ids.values().to_vec();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let mut keyed: Vec<(Bytes, u32)> = distinct.iter().map(|&id| (key_of(id), id)).collect();
+        keyed.sort_unstable();
+        let rank_of: HashMap<u32, u32> = keyed
+            .iter()
+            .enumerate()
+            .map(|(r, (_, id))| (*id, r as u32))
+            .collect();
+        let ranks: UInt32Array = ids.values().iter().map(|id| rank_of[id]).collect();
+        let keys: Vec<Bytes> = keyed.into_iter().map(|(k, _)| k).collect();
+        let aligned = align(batch, Arc::new(ranks), fields)?;
+        Ok(sort_dedup(Arc::new(keys), aligned))
+    }
+}
+
+/// Re-shapes `batch` (first column replaced by `ranks`) to the run schema of `fields`,
+/// adding null columns for fields it lacks.
+fn align(batch: &RecordBatch, ranks: ArrayRef, fields: &[(String, FieldType)]) -> Result<RecordBatch> {
+    let schema = run_schema(fields);
+    let mut cols: Vec<ArrayRef> = vec![ranks, batch.column(1).clone(), batch.column(2).clone()];
+    for (name, ty) in fields {
+        let col = match batch.column_by_name(name) {
+            Some(c) if c.data_type() == &arrow_type(*ty) => c.clone(),
+            _ => new_null_array(&arrow_type(*ty), batch.num_rows()),
+        };
+        cols.push(col);
+    }
+    Ok(RecordBatch::try_new(schema, cols)?)
+}
+
+/// Merges runs into one sorted, deduplicated run with the given fields.
+pub fn merge_runs(runs: &[SortedRun], fields: &[(String, FieldType)]) -> Result<SortedRun> {
+    let mut all: Vec<Bytes> = runs.iter().flat_map(|r| r.keys.iter().cloned()).collect();
+    all.sort_unstable();
+    all.dedup();
+    let mut batches = Vec::with_capacity(runs.len());
+    for run in runs {
+        let remap: Vec<u32> = run
+            .keys
+            .iter()
+            .map(|k| all.binary_search(k).expect("key in union") as u32)
+            .collect();
+        let ranks: UInt32Array = run.ranks().iter().map(|&r| remap[r as usize]).collect();
+        batches.push(align(&run.batch, Arc::new(ranks), fields)?);
+    }
+    let schema = run_schema(fields);
+    let batch = concat_batches(&schema, &batches)?;
+    Ok(sort_dedup(Arc::new(all), batch))
+}
+
+/// Sorts by (rank, time, seq) and removes duplicate (rank, time) rows field by field.
+fn sort_dedup(keys: Arc<Vec<Bytes>>, batch: RecordBatch) -> SortedRun {
+    let cols: Vec<SortColumn> = (0..3)
+        .map(|i| SortColumn {
+            values: batch.column(i).clone(),
+            options: None,
+        })
+        .collect();
+    let sorted = if is_sorted(&batch) {
+        batch
+    } else {
+        let idx = lexsort_to_indices(&cols, None).expect("sortable");
+        take_record_batch(&batch, &idx).expect("indices in range")
+    };
+    SortedRun {
+        keys,
+        batch: dedup_sorted(sorted),
+    }
+}
+
+fn is_sorted(batch: &RecordBatch) -> bool {
+    let r = batch.column(0).as_primitive::<UInt32Type>().values();
+    let t = batch.column(1).as_primitive::<Int64Type>().values();
+    let s = batch.column(2).as_primitive::<UInt64Type>().values();
+    (1..r.len()).all(|i| (r[i - 1], t[i - 1], s[i - 1]) <= (r[i], t[i], s[i]))
+}
+
+/// Collapses runs of equal (rank, time) in a sorted batch: each field takes the value of the
+/// row with the highest seq among those where it is not null.
+fn dedup_sorted(batch: RecordBatch) -> RecordBatch {
+    let r = batch.column(0).as_primitive::<UInt32Type>().values();
+    let t = batch.column(1).as_primitive::<Int64Type>().values();
+    let n = r.len();
+    let has_dups = (1..n).any(|i| r[i - 1] == r[i] && t[i - 1] == t[i]);
+    if !has_dups {
+        return batch;
+    }
+    // Group boundaries: group g spans starts[g]..starts[g+1].
+    let mut starts: Vec<usize> = (0..n)
+        .filter(|&i| i == 0 || r[i - 1] != r[i] || t[i - 1] != t[i])
+        .collect();
+    starts.push(n);
+    let last_rows: UInt32Array = starts.windows(2).map(|w| (w[1] - 1) as u32).collect();
+    let mut cols: Vec<ArrayRef> = (0..3)
+        .map(|i| take(batch.column(i), &last_rows, None).expect("in range"))
+        .collect();
+    for col in batch.columns().iter().skip(3) {
+        let idx: UInt32Array = starts
+            .windows(2)
+            .map(|w| {
+                (w[0]..w[1])
+                    .rev()
+                    .find(|&i| col.is_valid(i))
+                    .unwrap_or(w[1] - 1) as u32
+            })
+            .collect();
+        cols.push(take(col, &idx, None).expect("in range"));
+    }
+    RecordBatch::try_new(batch.schema(), cols).expect("same schema")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Float64Array, Int64Array, UInt64Array};
+    use arrow::datatypes::Float64Type;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    fn fields() -> Vec<(String, FieldType)> {
+        vec![("a".into(), FieldType::F64), ("b".into(), FieldType::F64)]
+    }
+
+    /// rows: (series id, time, seq, a, b)
+    type TRow = (u32, i64, u64, Option<f64>, Option<f64>);
+
+    fn batch(rows: &[TRow]) -> RecordBatch {
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.0))),
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1))),
+            Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.2))),
+            Arc::new(Float64Array::from_iter(rows.iter().map(|r| r.3))),
+            Arc::new(Float64Array::from_iter(rows.iter().map(|r| r.4))),
+        ];
+        RecordBatch::try_new(run_schema(&fields()), cols).unwrap()
+    }
+
+    fn key(id: u32) -> Bytes {
+        // Reverse order to prove ranks follow keys, not ids.
+        Bytes::from(format!("k{:03}", 999 - id))
+    }
+
+    type Model = BTreeMap<(Bytes, i64), (Option<f64>, Option<f64>)>;
+
+    fn model(rows: &[TRow]) -> Model {
+        let mut sorted = rows.to_vec();
+        sorted.sort_by_key(|r| r.2);
+        let mut m = Model::new();
+        for r in sorted {
+            let e = m.entry((key(r.0), r.1)).or_default();
+            if r.3.is_some() {
+                e.0 = r.3;
+            }
+            if r.4.is_some() {
+                e.1 = r.4;
+            }
+        }
+        m
+    }
+
+    fn flatten(run: &SortedRun) -> Model {
+        let a = run.batch.column(3).as_primitive::<Float64Type>();
+        let b = run.batch.column(4).as_primitive::<Float64Type>();
+        let get = |c: &arrow::array::Float64Array, i: usize| c.is_valid(i).then(|| c.value(i));
+        (0..run.num_rows())
+            .map(|i| {
+                let k = run.keys[run.ranks()[i] as usize].clone();
+                ((k, run.times()[i]), (get(a, i), get(b, i)))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn field_by_field_last_write_wins() {
+        let rows = [
+            (1, 10, 1, Some(1.0), Some(1.0)),
+            (1, 10, 2, Some(2.0), None),
+            (1, 10, 3, None, None),
+            (2, 10, 4, None, Some(9.0)),
+        ];
+        let run = SortedRun::from_series_batch(&batch(&rows), &fields(), key).unwrap();
+        assert_eq!(run.num_rows(), 2);
+        assert_eq!(flatten(&run), model(&rows));
+    }
+
+    proptest! {
+        #[test]
+        fn merge_matches_model(
+            parts in proptest::collection::vec(
+                proptest::collection::vec((0u32..4, 0i64..6, proptest::option::of(0.0f64..9.0), proptest::option::of(0.0f64..9.0)), 0..12),
+                1..4)
+        ) {
+            let mut seq = 0u64;
+            let mut all = Vec::new();
+            let mut runs = Vec::new();
+            for p in parts {
+                let rows: Vec<TRow> = p.into_iter().map(|(s, t, a, b)| { seq += 1; (s, t, seq, a, b) }).collect();
+                all.extend(rows.iter().cloned());
+                runs.push(SortedRun::from_series_batch(&batch(&rows), &fields(), key).unwrap());
+            }
+            let merged = merge_runs(&runs, &fields()).unwrap();
+            prop_assert_eq!(flatten(&merged), model(&all));
+            prop_assert!(is_sorted(&merged.batch));
+        }
+    }
+}

@@ -1,0 +1,253 @@
+//! Reads: time-range and tag-filtered scans, and latest values from the last-value cache.
+//!
+//! A scan takes a snapshot of each region that overlaps the time range (freezing its active
+//! buffer, as Mito does), selects series through the inverted index before reading any data,
+//! prunes files and row groups by time, merges memtable parts and files, and removes
+//! duplicates, so a reader sees each (series, time) once with the newest value of each field.
+//!
+//! Output columns: every tag of the table (`Utf8`, null where a series lacks it), `time`
+//! (timestamp ns UTC), then the requested fields. Rows come sorted by series key then time
+//! within each region's batch.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use arrow::array::{ArrayRef, AsArray, BooleanArray, RecordBatch, StringArray, TimestampNanosecondArray, UInt32Array};
+use arrow::compute::{filter_record_batch, take};
+use arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef, TimeUnit, UInt32Type};
+use bytes::Bytes;
+use roaring::RoaringBitmap;
+use tempora_index::Matcher;
+use tempora_model::{FieldType, SeriesId, TIME_COLUMN, decode_series_key};
+
+use crate::engine::{Engine, Shared};
+use crate::error::{Result, StorageError};
+use crate::region::Region;
+use crate::run::{SortedRun, merge_runs};
+use crate::sst::{SstFilter, read_sst};
+use crate::table::Table;
+
+/// What to read.
+#[derive(Debug, Clone)]
+pub struct ScanRequest {
+    /// Inclusive start, exclusive end (ns).
+    pub time: Option<(i64, i64)>,
+    pub matcher: Matcher,
+    /// Fields to read; `None` reads all.
+    pub fields: Option<Vec<String>>,
+}
+
+impl Default for ScanRequest {
+    fn default() -> Self {
+        Self { time: None, matcher: Matcher::All, fields: None }
+    }
+}
+
+/// Output schema of a scan.
+pub fn output_schema(tags: &[String], fields: &[(String, FieldType)]) -> SchemaRef {
+    let mut f: Vec<Field> = tags.iter().map(|t| Field::new(t, DataType::Utf8, true)).collect();
+    f.push(Field::new(TIME_COLUMN, DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())), false));
+    f.extend(fields.iter().map(|(n, t)| Field::new(n, crate::memtable::arrow_type(*t), true)));
+    Arc::new(Schema::new(f))
+}
+
+fn selected_fields(table: &Table, want: Option<&Vec<String>>) -> Result<Vec<(usize, String, FieldType)>> {
+    let all: Vec<(usize, String, FieldType)> =
+        table.fields().into_iter().enumerate().map(|(i, (n, t))| (i, n, t)).collect();
+    let Some(want) = want else { return Ok(all) };
+    want.iter()
+        .map(|w| {
+            all.iter().find(|(_, n, _)| n == w).cloned().ok_or_else(|| {
+                StorageError::Model(tempora_model::ModelError::InvalidName {
+                    name: w.clone(),
+                    reason: "no such field",
+                })
+            })
+        })
+        .collect()
+}
+
+/// Series of a region the matcher selects (`None` = all).
+fn select(region: &Region, m: &Matcher) -> Option<RoaringBitmap> {
+    match m {
+        Matcher::All => None,
+        m => Some(region.index.read().select(m)),
+    }
+}
+
+fn overlaps(shared: &Shared, region: &Region, time: Option<(i64, i64)>) -> bool {
+    let p = shared.opts.partition_ns;
+    let (start, end) = (region.key.partition.saturating_mul(p), (region.key.partition + 1).saturating_mul(p));
+    time.is_none_or(|(s, e)| s < end && e > start)
+}
+
+impl Engine {
+    fn table(&self, name: &str) -> Result<Arc<Table>> {
+        self.shared.tables.read().get(name).cloned().ok_or_else(|| StorageError::TableNotFound(name.into()))
+    }
+
+    /// Reads rows; one batch per region that has matching rows.
+    pub fn scan(&self, table: &str, req: &ScanRequest) -> Result<Vec<RecordBatch>> {
+        let table = self.table(table)?;
+        let fields = selected_fields(&table, req.fields.as_ref())?;
+        let plain: Vec<(String, FieldType)> = fields.iter().map(|(_, n, t)| (n.clone(), *t)).collect();
+        let tags = table.tags();
+        let names = table.field_names();
+        let mut out = Vec::new();
+        for region in table.all_regions() {
+            if !overlaps(&self.shared, &region, req.time) {
+                continue;
+            }
+            let run = scan_region(&self.shared, &region, &names, &plain, req)?;
+            if run.num_rows() > 0 {
+                out.push(to_output(&run, &tags, &plain)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The newest point of every selected series, answered from the last-value cache.
+    pub fn latest(&self, table: &str, matcher: &Matcher, fields: Option<&Vec<String>>) -> Result<RecordBatch> {
+        let table = self.table(table)?;
+        let fields = selected_fields(&table, fields)?;
+        let plain: Vec<(String, FieldType)> = fields.iter().map(|(_, n, t)| (n.clone(), *t)).collect();
+        let tags = table.tags();
+        let mut regions = table.all_regions();
+        regions.sort_by_key(|r| std::cmp::Reverse(r.key.partition));
+        let mut seen: HashSet<Bytes> = HashSet::new();
+        let mut runs = Vec::new();
+        for region in regions {
+            ensure_lvc(&self.shared, &table, &region)?;
+            let ids = select(&region, matcher);
+            let snap = region.lvc.read().snapshot(ids.as_ref(), &fields);
+            let index = region.index.read();
+            let series = snap.column(0).as_primitive::<UInt32Type>();
+            let keep: BooleanArray = series
+                .values()
+                .iter()
+                .map(|&s| Some(seen.insert(Bytes::copy_from_slice(index.key(SeriesId(s)).expect("indexed")))))
+                .collect();
+            let snap = filter_record_batch(&snap, &keep)?;
+            let key_of = |id: u32| Bytes::copy_from_slice(index.key(SeriesId(id)).expect("indexed"));
+            let batch = with_seq(&snap)?;
+            runs.push(SortedRun::from_series_batch(&batch, &plain, key_of)?);
+        }
+        let merged = merge_runs(&runs, &plain)?;
+        to_output(&merged, &tags, &plain)
+    }
+}
+
+/// Inserts a zero `__seq` column after `time` so a cache snapshot has run shape.
+fn with_seq(b: &RecordBatch) -> Result<RecordBatch> {
+    let mut cols = b.columns().to_vec();
+    let mut fields: Vec<Arc<Field>> = b.schema().fields().iter().cloned().collect();
+    cols.insert(2, Arc::new(arrow::array::UInt64Array::from(vec![0u64; b.num_rows()])));
+    fields.insert(2, Arc::new(Field::new(tempora_model::SEQ_COLUMN, DataType::UInt64, false)));
+    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)?)
+}
+
+/// Fills a region's last-value cache from its files once after a restart.
+fn ensure_lvc(shared: &Shared, table: &Table, region: &Region) -> Result<()> {
+    if region.lvc_from_files.load(Ordering::SeqCst) {
+        return Ok(());
+    }
+    let _g = region.lvc_loading.lock();
+    if region.lvc_from_files.load(Ordering::SeqCst) {
+        return Ok(());
+    }
+    let fields = table.fields();
+    let files = region.files.read().clone();
+    let mut runs = Vec::new();
+    for f in &files {
+        runs.push(read_sst(&f.meta.path, shared.store.get(&f.meta.path)?, &fields, &SstFilter::default())?);
+    }
+    let run = merge_runs(&runs, &fields)?;
+    let field_map: Vec<(usize, FieldType)> = fields.iter().enumerate().map(|(i, (_, t))| (i, *t)).collect();
+    let mut index = region.index.write();
+    let mut lvc = region.lvc.write();
+    let ranks = run.ranks();
+    for i in 0..run.num_rows() {
+        // Rows are sorted by key then time: the last row of each key is its newest.
+        if i + 1 < run.num_rows() && ranks[i + 1] == ranks[i] {
+            continue;
+        }
+        let (sid, _) = index.get_or_insert(&run.keys[ranks[i] as usize])?;
+        let values = crate::lvc::row_values(&run.batch, i, &field_map);
+        lvc.update(sid, run.times()[i], values.iter().map(|(o, t, v)| (*o, *t, v)));
+    }
+    region.lvc_from_files.store(true, Ordering::SeqCst);
+    Ok(())
+}
+
+fn scan_region(
+    shared: &Shared,
+    region: &Region,
+    names: &[String],
+    fields: &[(String, FieldType)],
+    req: &ScanRequest,
+) -> Result<SortedRun> {
+    let ids = select(region, &req.matcher);
+    if ids.as_ref().is_some_and(|b| b.is_empty()) {
+        return Ok(SortedRun::empty(fields));
+    }
+    let snap = region.snapshot(names);
+    let (keys, mut runs) = {
+        let index = region.index.read();
+        let keys: Option<Arc<Vec<Bytes>>> = ids.as_ref().map(|b| {
+            let mut k: Vec<Bytes> = b.iter().filter_map(|i| index.key(SeriesId(i))).map(Bytes::copy_from_slice).collect();
+            k.sort_unstable();
+            Arc::new(k)
+        });
+        let key_of = |id: u32| Bytes::copy_from_slice(index.key(SeriesId(id)).expect("indexed"));
+        let mut runs = Vec::new();
+        for part in &snap.frozen {
+            let b = filter_part(&part.batch, ids.as_ref(), req.time)?;
+            if b.num_rows() > 0 {
+                runs.push(SortedRun::from_series_batch(&b, fields, key_of)?);
+            }
+        }
+        (keys, runs)
+    };
+    let filter = SstFilter { time: req.time, keys };
+    for f in &snap.files {
+        if req.time.is_some_and(|(s, e)| f.meta.max_time < s || f.meta.min_time >= e) {
+            continue;
+        }
+        runs.push(read_sst(&f.meta.path, shared.store.get(&f.meta.path)?, fields, &filter)?);
+    }
+    merge_runs(&runs, fields)
+}
+
+fn filter_part(b: &RecordBatch, ids: Option<&RoaringBitmap>, time: Option<(i64, i64)>) -> Result<RecordBatch> {
+    if ids.is_none() && time.is_none() {
+        return Ok(b.clone());
+    }
+    let s = b.column(0).as_primitive::<UInt32Type>().values();
+    let t = b.column(1).as_primitive::<Int64Type>().values();
+    let mask: BooleanArray = (0..b.num_rows())
+        .map(|i| {
+            Some(ids.is_none_or(|m| m.contains(s[i])) && time.is_none_or(|(st, e)| t[i] >= st && t[i] < e))
+        })
+        .collect();
+    Ok(filter_record_batch(b, &mask)?)
+}
+
+/// Converts a run to the scan output shape, decoding each key once.
+pub(crate) fn to_output(run: &SortedRun, tags: &[String], fields: &[(String, FieldType)]) -> Result<RecordBatch> {
+    let decoded: Vec<HashMap<String, String>> = run
+        .keys
+        .iter()
+        .map(|k| decode_series_key(k).map(|t| t.into_iter().collect()))
+        .collect::<std::result::Result<_, _>>()?;
+    let ranks = UInt32Array::from(run.ranks().to_vec());
+    let mut cols: Vec<ArrayRef> = Vec::new();
+    for tag in tags {
+        let values: StringArray = decoded.iter().map(|m| m.get(tag).map(String::as_str)).collect();
+        cols.push(take(&values, &ranks, None)?);
+    }
+    let times = run.batch.column(1).as_primitive::<Int64Type>().values().clone();
+    cols.push(Arc::new(TimestampNanosecondArray::new(times, None).with_timezone("UTC")));
+    cols.extend(run.batch.columns().iter().skip(3).cloned());
+    Ok(RecordBatch::try_new(output_schema(tags, fields), cols)?)
+}

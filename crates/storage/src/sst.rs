@@ -1,0 +1,239 @@
+//! Data files: a [`SortedRun`] written as Parquet, and read back with pruning.
+//!
+//! File layout (one row group per `row_group_rows` rows, sorted by key then time):
+//! `__primary_key` (dictionary-encoded binary: the memcomparable series key), one dictionary
+//! `Utf8` column per tag (so other tools can read the tags without decoding keys), `time`
+//! (timestamp ns UTC, delta-encoded, with statistics per row group and page), `__seq` (u64,
+//! delta-encoded), then the fields (floats byte-stream-split, integers delta-encoded), all
+//! compressed with zstd. DuckDB and pyarrow read these files as they are.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, AsArray, BinaryArray, DictionaryArray, Int64Array, RecordBatch, StringArray,
+    TimestampNanosecondArray, UInt32Array,
+};
+use arrow::compute::{cast, filter_record_batch};
+use arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef, TimeUnit, UInt32Type};
+use bytes::Bytes;
+use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::basic::{Compression, Encoding, ZstdLevel};
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::file::statistics::Statistics;
+use parquet::schema::types::ColumnPath;
+use tempora_model::{FieldType, PRIMARY_KEY_COLUMN, SEQ_COLUMN, TIME_COLUMN, decode_series_key};
+
+use crate::error::{Result, StorageError};
+use crate::run::{SortedRun, run_schema};
+
+/// What a writer needs to know beyond the rows.
+pub struct SstWriteOptions {
+    pub row_group_rows: usize,
+    pub zstd_level: i32,
+}
+
+/// Statistics of a written file, recorded in the manifest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SstStats {
+    pub rows: u64,
+    pub min_time: i64,
+    pub max_time: i64,
+    pub max_seq: u64,
+    pub size: u64,
+}
+
+fn time_type() -> DataType {
+    DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into()))
+}
+
+fn dict(value: DataType) -> DataType {
+    DataType::Dictionary(Box::new(DataType::UInt32), Box::new(value))
+}
+
+fn writer_props(schema: &Schema, fields: &[(String, FieldType)], o: &SstWriteOptions) -> Result<WriterProperties> {
+    let level = ZstdLevel::try_new(o.zstd_level).map_err(|e| StorageError::Parquet {
+        path: "<options>".into(),
+        source: e,
+    })?;
+    let mut b = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(level))
+        .set_max_row_group_size(o.row_group_rows)
+        .set_statistics_enabled(EnabledStatistics::Chunk)
+        .set_dictionary_enabled(false)
+        .set_key_value_metadata(Some(vec![KeyValue::new("tempora.format".into(), "1".to_string())]));
+    for f in schema.fields() {
+        if matches!(f.data_type(), DataType::Dictionary(..)) {
+            b = b.set_column_dictionary_enabled(ColumnPath::from(f.name().as_str()), true);
+        }
+    }
+    let delta = |b: parquet::file::properties::WriterPropertiesBuilder, name: &str| {
+        b.set_column_encoding(ColumnPath::from(name), Encoding::DELTA_BINARY_PACKED)
+    };
+    b = delta(b, TIME_COLUMN);
+    b = delta(b, SEQ_COLUMN);
+    b = b.set_column_statistics_enabled(ColumnPath::from(TIME_COLUMN), EnabledStatistics::Page);
+    for (name, ty) in fields {
+        b = match ty {
+            FieldType::F64 => b.set_column_encoding(ColumnPath::from(name.as_str()), Encoding::BYTE_STREAM_SPLIT),
+            FieldType::I64 | FieldType::U64 => delta(b, name),
+            FieldType::Bool | FieldType::Str => b,
+        };
+    }
+    Ok(b.build())
+}
+
+/// Encodes a run as a Parquet file. `tags` are the table's tag names (columns written for them).
+pub fn write_sst(
+    run: &SortedRun,
+    tags: &[String],
+    fields: &[(String, FieldType)],
+    o: &SstWriteOptions,
+) -> Result<(Bytes, SstStats)> {
+    assert!(run.num_rows() > 0, "no empty data files");
+    let ranks = run.batch.column(0).as_primitive::<UInt32Type>().clone();
+    let key_values = BinaryArray::from_iter_values(run.keys.iter().map(|k| k.as_ref()));
+    let pk = DictionaryArray::<UInt32Type>::try_new(ranks.clone(), Arc::new(key_values))?;
+    let mut schema_fields = vec![Field::new(PRIMARY_KEY_COLUMN, dict(DataType::Binary), false)];
+    let mut cols: Vec<ArrayRef> = vec![Arc::new(pk)];
+    // Tag columns: decode each distinct key once.
+    let decoded: Vec<HashMap<String, String>> = run
+        .keys
+        .iter()
+        .map(|k| decode_series_key(k).map(|t| t.into_iter().collect()))
+        .collect::<std::result::Result<_, _>>()?;
+    for tag in tags {
+        let values: StringArray = decoded.iter().map(|m| m.get(tag).map(String::as_str)).collect();
+        let arr = DictionaryArray::<UInt32Type>::try_new(ranks.clone(), Arc::new(values))?;
+        schema_fields.push(Field::new(tag, dict(DataType::Utf8), true));
+        cols.push(Arc::new(arr));
+    }
+    let times = run.batch.column(1).as_primitive::<Int64Type>().values().clone();
+    cols.push(Arc::new(TimestampNanosecondArray::new(times, None).with_timezone("UTC")));
+    schema_fields.push(Field::new(TIME_COLUMN, time_type(), false));
+    cols.push(run.batch.column(2).clone());
+    schema_fields.push(Field::new(SEQ_COLUMN, DataType::UInt64, false));
+    for (i, (name, _)) in fields.iter().enumerate() {
+        let col = run.batch.column(3 + i).clone();
+        schema_fields.push(Field::new(name, col.data_type().clone(), true));
+        cols.push(col);
+    }
+    let schema: SchemaRef = Arc::new(Schema::new(schema_fields));
+    let batch = RecordBatch::try_new(schema.clone(), cols)?;
+    let stats = SstStats {
+        rows: run.num_rows() as u64,
+        min_time: *run.times().iter().min().expect("non-empty"),
+        max_time: *run.times().iter().max().expect("non-empty"),
+        max_seq: *run.seqs().iter().max().expect("non-empty"),
+        size: 0,
+    };
+    let props = writer_props(&schema, fields, o)?;
+    let mut buf = Vec::with_capacity(run.num_rows() * 8);
+    let perr = |e| StorageError::Parquet {
+        path: "<new file>".into(),
+        source: e,
+    };
+    let mut w = ArrowWriter::try_new(&mut buf, schema, Some(props)).map_err(perr)?;
+    w.write(&batch).map_err(perr)?;
+    w.close().map_err(perr)?;
+    let size = buf.len() as u64;
+    Ok((Bytes::from(buf), SstStats { size, ..stats }))
+}
+
+/// Which rows of a file a read wants.
+#[derive(Debug, Clone, Default)]
+pub struct SstFilter {
+    /// Inclusive start and exclusive end of the time range.
+    pub time: Option<(i64, i64)>,
+    /// Sorted keys to keep; `None` keeps all.
+    pub keys: Option<Arc<Vec<Bytes>>>,
+}
+
+/// Reads a data file back into a run over `fields` (fields the file lacks are null).
+pub fn read_sst(path: &str, data: Bytes, fields: &[(String, FieldType)], filter: &SstFilter) -> Result<SortedRun> {
+    let perr = |e| StorageError::Parquet {
+        path: path.to_string(),
+        source: e,
+    };
+    let builder = ParquetRecordBatchReaderBuilder::try_new(data).map_err(perr)?;
+    let file_schema = builder.schema().clone();
+    let meta = builder.metadata().clone();
+    let time_idx = file_schema.index_of(TIME_COLUMN)?;
+    let row_groups: Vec<usize> = (0..meta.num_row_groups())
+        .filter(|&i| match (filter.time, meta.row_group(i).column(time_idx).statistics()) {
+            (Some((start, end)), Some(Statistics::Int64(s))) => match (s.min_opt(), s.max_opt()) {
+                (Some(&min), Some(&max)) => max >= start && min < end,
+                _ => true,
+            },
+            _ => true,
+        })
+        .collect();
+    let reader = builder.with_row_groups(row_groups).build().map_err(perr)?;
+    let mut keys: Vec<Bytes> = Vec::new();
+    let mut batches = Vec::new();
+    for b in reader {
+        let b = b?;
+        if let Some(rb) = convert_batch(&b, fields, filter, &mut keys)? {
+            batches.push(rb);
+        }
+    }
+    let schema = run_schema(fields);
+    let batch = arrow::compute::concat_batches(&schema, &batches)?;
+    Ok(SortedRun {
+        keys: Arc::new(keys),
+        batch,
+    })
+}
+
+/// Converts one file batch to run form, appending newly seen keys to `keys` (rows are sorted by
+/// key, so a key only ever continues the last one or starts a new rank).
+fn convert_batch(
+    b: &RecordBatch,
+    fields: &[(String, FieldType)],
+    filter: &SstFilter,
+    keys: &mut Vec<Bytes>,
+) -> Result<Option<RecordBatch>> {
+    let pk = b.column_by_name(PRIMARY_KEY_COLUMN).expect("file has a key column");
+    let pk = cast(pk, &DataType::Binary)?;
+    let pk = pk.as_binary::<i32>();
+    let mut ranks = Vec::with_capacity(pk.len());
+    let mut keep = Vec::with_capacity(pk.len());
+    let mut last_keep = true;
+    for i in 0..pk.len() {
+        let k = pk.value(i);
+        if keys.last().map(|l| l.as_ref()) != Some(k) {
+            keys.push(Bytes::copy_from_slice(k));
+            last_keep = filter
+                .keys
+                .as_ref()
+                .is_none_or(|want| want.binary_search_by(|w| w.as_ref().cmp(k)).is_ok());
+        }
+        ranks.push(keys.len() as u32 - 1);
+        keep.push(last_keep);
+    }
+    let times = cast(b.column_by_name(TIME_COLUMN).expect("time column"), &DataType::Int64)?;
+    let t = times.as_primitive::<Int64Type>();
+    if let Some((start, end)) = filter.time {
+        for (i, k) in keep.iter_mut().enumerate() {
+            *k = *k && t.value(i) >= start && t.value(i) < end;
+        }
+    }
+    let mut cols: Vec<ArrayRef> = vec![
+        Arc::new(UInt32Array::from(ranks)),
+        Arc::new(Int64Array::new(t.values().clone(), None)),
+        b.column_by_name(SEQ_COLUMN).expect("seq column").clone(),
+    ];
+    for (name, ty) in fields {
+        let want = crate::memtable::arrow_type(*ty);
+        cols.push(match b.column_by_name(name) {
+            Some(c) if c.data_type() == &want => c.clone(),
+            _ => arrow::array::new_null_array(&want, b.num_rows()),
+        });
+    }
+    let rb = RecordBatch::try_new(run_schema(fields), cols)?;
+    let mask = arrow::array::BooleanArray::from(keep);
+    let out = filter_record_batch(&rb, &mask)?;
+    Ok((out.num_rows() > 0).then_some(out))
+}

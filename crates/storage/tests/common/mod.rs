@@ -1,0 +1,57 @@
+//! Helpers shared by the engine's integration tests.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+
+use arrow::array::{Array, AsArray, RecordBatch};
+use arrow::datatypes::{Float64Type, TimestampNanosecondType};
+use tempora_model::{FieldValue, RowBatchBuilder, Timestamp};
+use tempora_storage::{Engine, EngineOptions, ScanRequest};
+
+pub const SEC: i64 = 1_000_000_000;
+
+/// Small options so flushes and compactions happen in tests.
+pub fn small_opts() -> EngineOptions {
+    EngineOptions {
+        workers: 2,
+        buckets: 2,
+        flush_threshold_bytes: 1 << 20,
+        write_stall_bytes: 4 << 20,
+        compaction_trigger_files: 2,
+        maintenance_interval: std::time::Duration::from_secs(3600),
+        ..EngineOptions::default()
+    }
+}
+
+/// Writes rows `(host, time, value)` of table `cpu` with field `v`; panics on any rejection.
+pub fn write(engine: &Engine, rows: &[(&str, i64, f64)]) {
+    let mut b = RowBatchBuilder::new("cpu").unwrap();
+    for (host, t, v) in rows {
+        b.push(&[("host", host)], &[("v", FieldValue::F64(*v))], Timestamp(*t)).unwrap();
+    }
+    let out = engine.write(b.finish()).unwrap();
+    assert!(out.rejected.is_empty(), "{:?}", out.rejected);
+}
+
+/// All rows of `cpu` as host → time → v.
+pub fn read_all(engine: &Engine) -> BTreeMap<(String, i64), Option<f64>> {
+    let batches = engine.scan("cpu", &ScanRequest::default()).unwrap();
+    let mut out = BTreeMap::new();
+    let mut n = 0;
+    for b in &batches {
+        n += b.num_rows();
+        collect(b, &mut out);
+    }
+    assert_eq!(n, out.len(), "a (series, time) appeared twice");
+    out
+}
+
+pub fn collect(b: &RecordBatch, out: &mut BTreeMap<(String, i64), Option<f64>>) {
+    let host = b.column_by_name("host").unwrap().as_string::<i32>();
+    let time = b.column_by_name("time").unwrap().as_primitive::<TimestampNanosecondType>();
+    let v = b.column_by_name("v").unwrap().as_primitive::<Float64Type>();
+    for i in 0..b.num_rows() {
+        let val = v.is_valid(i).then(|| v.value(i));
+        out.insert((host.value(i).to_string(), time.value(i)), val);
+    }
+}

@@ -1,0 +1,203 @@
+//! End-to-end behaviour of the engine through its public API, on real files and in memory.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use common::*;
+use tempora_model::{FieldValue, RowBatchBuilder, Timestamp};
+use tempora_storage::clock::ManualClock;
+use tempora_storage::{Engine, EngineIo, Matcher, ScanRequest, StorageError};
+
+fn open_local(dir: &std::path::Path) -> Engine {
+    Engine::open(small_opts(), EngineIo::local(dir).unwrap()).unwrap()
+}
+
+#[test]
+fn rows_read_back_from_memtable_files_and_after_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows: Vec<(String, i64, f64)> = (0..200).map(|i| (format!("h{}", i % 7), i * SEC, i as f64)).collect();
+    let refs: Vec<(&str, i64, f64)> = rows.iter().map(|(h, t, v)| (h.as_str(), *t, *v)).collect();
+    let want: BTreeMap<(String, i64), Option<f64>> = rows.iter().map(|(h, t, v)| ((h.clone(), *t), Some(*v))).collect();
+    let e = open_local(dir.path());
+    write(&e, &refs[..100]);
+    assert_eq!(read_all(&e).len(), 100, "memtable");
+    e.flush().unwrap();
+    write(&e, &refs[100..]);
+    assert_eq!(read_all(&e), want, "files and memtable together");
+    e.close().unwrap();
+    let e = open_local(dir.path());
+    assert_eq!(read_all(&e), want, "after a clean restart");
+}
+
+#[test]
+fn acknowledged_rows_survive_a_crash_without_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open_local(dir.path());
+    write(&e, &[("a", SEC, 1.0), ("b", 2 * SEC, 2.0)]);
+    e.flush().unwrap();
+    write(&e, &[("a", 3 * SEC, 3.0)]);
+    drop(e); // no flush: the last row lives only in the WAL
+    let e = open_local(dir.path());
+    let got = read_all(&e);
+    assert_eq!(got.len(), 3);
+    assert_eq!(got[&("a".to_string(), 3 * SEC)], Some(3.0));
+}
+
+#[test]
+fn same_series_and_time_keeps_the_last_write_field_by_field() {
+    let (io, _) = EngineIo::memory();
+    let e = Engine::open(small_opts(), io).unwrap();
+    let mut b = RowBatchBuilder::new("cpu").unwrap();
+    b.push(&[("host", "a")], &[("v", FieldValue::F64(1.0)), ("w", FieldValue::I64(1))], Timestamp(10)).unwrap();
+    e.write(b.finish()).unwrap();
+    e.flush().unwrap();
+    let mut b = RowBatchBuilder::new("cpu").unwrap();
+    b.push(&[("host", "a")], &[("v", FieldValue::F64(2.0))], Timestamp(10)).unwrap();
+    e.write(b.finish()).unwrap();
+    let batches = e.scan("cpu", &ScanRequest::default()).unwrap();
+    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+    assert_eq!(rows, 1);
+    let b = &batches[0];
+    use arrow::array::AsArray;
+    let v = b.column_by_name("v").unwrap().as_primitive::<arrow::datatypes::Float64Type>().value(0);
+    let w = b.column_by_name("w").unwrap().as_primitive::<arrow::datatypes::Int64Type>().value(0);
+    assert_eq!((v, w), (2.0, 1), "v overwritten, w kept");
+}
+
+#[test]
+fn type_conflict_rejects_only_that_row() {
+    let (io, _) = EngineIo::memory();
+    let e = Engine::open(small_opts(), io).unwrap();
+    let mut b = RowBatchBuilder::new("cpu").unwrap();
+    b.push(&[("host", "a")], &[("v", FieldValue::F64(1.0))], Timestamp(1)).unwrap();
+    b.push(&[("host", "a")], &[("v", FieldValue::Str("x".into()))], Timestamp(2)).unwrap();
+    b.push(&[("host", "a")], &[("v", FieldValue::F64(3.0))], Timestamp(3)).unwrap();
+    let out = e.write(b.finish()).unwrap();
+    assert_eq!(out.written, 2);
+    assert_eq!(out.rejected.len(), 1);
+    assert_eq!(out.rejected[0].row, 1);
+    assert!(out.rejected[0].reason.contains("type string"), "{}", out.rejected[0].reason);
+    assert_eq!(read_all(&e).len(), 2);
+}
+
+#[test]
+fn tag_filters_select_series() {
+    let (io, _) = EngineIo::memory();
+    let e = Engine::open(small_opts(), io).unwrap();
+    write(&e, &[("a", 1, 1.0), ("b", 1, 2.0), ("c", 1, 3.0)]);
+    e.flush().unwrap();
+    write(&e, &[("a", 2, 4.0), ("c", 2, 5.0)]);
+    let cases: Vec<(&str, Matcher, usize)> = vec![
+        ("eq", Matcher::Eq("host".into(), "a".into()), 2),
+        ("in", Matcher::In("host".into(), vec!["a".into(), "b".into()]), 3),
+        ("regex", Matcher::Regex("host".into(), regex::Regex::new("^[bc]$").unwrap()), 3),
+        ("not eq", Matcher::NotEq("host".into(), "a".into()), 3),
+        ("missing tag", Matcher::Eq("dc".into(), "x".into()), 0),
+    ];
+    for (name, m, want) in cases {
+        let req = ScanRequest { matcher: m, ..ScanRequest::default() };
+        let n: usize = e.scan("cpu", &req).unwrap().iter().map(|b| b.num_rows()).sum();
+        assert_eq!(n, want, "{name}");
+    }
+    let req = ScanRequest { time: Some((2, 3)), ..ScanRequest::default() };
+    let n: usize = e.scan("cpu", &req).unwrap().iter().map(|b| b.num_rows()).sum();
+    assert_eq!(n, 2, "time range");
+}
+
+#[test]
+fn latest_values_come_from_the_cache_and_survive_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open_local(dir.path());
+    write(&e, &[("a", SEC, 1.0), ("a", 3 * SEC, 3.0), ("b", 2 * SEC, 2.0), ("a", 2 * SEC, 9.0)]);
+    let check = |e: &Engine| {
+        let b = e.latest("cpu", &Matcher::All, None).unwrap();
+        let mut got = BTreeMap::new();
+        collect(&b, &mut got);
+        let want: BTreeMap<(String, i64), Option<f64>> =
+            [(("a".to_string(), 3 * SEC), Some(3.0)), (("b".to_string(), 2 * SEC), Some(2.0))].into();
+        assert_eq!(got, want);
+    };
+    check(&e);
+    e.close().unwrap();
+    let e = open_local(dir.path());
+    check(&e);
+}
+
+#[test]
+fn compaction_leaves_one_file_per_window_without_duplicates() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open_local(dir.path());
+    for round in 0..4 {
+        let rows: Vec<(String, i64, f64)> = (0..50).map(|i| (format!("h{}", i % 5), i * SEC, (round * 100 + i) as f64)).collect();
+        let refs: Vec<(&str, i64, f64)> = rows.iter().map(|(h, t, v)| (h.as_str(), *t, *v)).collect();
+        write(&e, &refs);
+        e.flush().unwrap();
+    }
+    let before = read_all(&e);
+    assert!(e.compact().unwrap() >= 1);
+    assert_eq!(read_all(&e), before);
+    assert_eq!(e.compact().unwrap(), 0, "nothing left to compact");
+    e.close().unwrap();
+    let e = open_local(dir.path());
+    assert_eq!(read_all(&e), before, "after restart");
+    assert!(before.values().all(|v| v.unwrap() >= 300.0), "last round won");
+}
+
+#[test]
+fn retention_drops_expired_partitions_on_time() {
+    let clock = ManualClock::new(0);
+    let (mut io, _) = EngineIo::memory();
+    io.clock = clock.clone();
+    let day = 24 * 3600 * SEC;
+    let e = Engine::open(small_opts(), io).unwrap();
+    write(&e, &[("a", 0, 1.0), ("a", day + 1, 2.0)]);
+    e.flush().unwrap();
+    e.set_ttl("cpu", Some(day)).unwrap();
+    clock.set(day + day / 2);
+    assert_eq!(e.enforce_retention().unwrap(), 0, "day 0 ends at the cutoff's day");
+    clock.set(2 * day);
+    assert!(e.enforce_retention().unwrap() >= 1);
+    let got = read_all(&e);
+    assert_eq!(got.len(), 1);
+    // Too old to write now.
+    let mut b = RowBatchBuilder::new("cpu").unwrap();
+    b.push(&[("host", "a")], &[("v", FieldValue::F64(1.0))], Timestamp(5)).unwrap();
+    let out = e.write(b.finish()).unwrap();
+    assert_eq!(out.rejected.len(), 1);
+}
+
+#[test]
+fn memory_budget_fails_writes_clearly_when_flushes_cannot_keep_up() {
+    let plan = Arc::new(tempora_storage::store::FaultPlan::default());
+    let (mut io, _) = EngineIo::memory();
+    io.files = io.files.with_faults(plan.clone());
+    let opts = tempora_storage::EngineOptions {
+        flush_threshold_bytes: 64 << 10,
+        write_stall_bytes: 128 << 10,
+        write_stall_timeout: std::time::Duration::from_millis(200),
+        ..small_opts()
+    };
+    let e = Engine::open(opts, io).unwrap();
+    plan.set_disk_full(true);
+    let mut failed = None;
+    for round in 0..200 {
+        let rows: Vec<(String, i64, f64)> = (0..100).map(|i| (format!("h{i}"), round * SEC, 1.0)).collect();
+        let mut b = RowBatchBuilder::new("cpu").unwrap();
+        for (h, t, v) in &rows {
+            b.push(&[("host", h)], &[("v", FieldValue::F64(*v))], Timestamp(*t)).unwrap();
+        }
+        if let Err(err) = e.write(b.finish()) {
+            failed = Some(err);
+            break;
+        }
+    }
+    let err = failed.expect("writes must stop once the budget is used");
+    assert!(matches!(err, StorageError::MemoryBudget { .. }), "{err}");
+    assert_eq!(err.http_status(), 503);
+    // Space returns: flushes succeed and writes resume.
+    plan.set_disk_full(false);
+    e.flush().unwrap();
+    write(&e, &[("z", 0, 1.0)]);
+}
