@@ -425,11 +425,16 @@ mod tests {
     fn bad_rows_rejected_without_side_effects() {
         let mut b = RowBatchBuilder::new("t").unwrap();
         let f = [("v", FieldValue::F64(1.0))];
-        let cases: Vec<(&str, Vec<(&str, &str)>, Vec<(&str, FieldValue)>)> = vec![
+        type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, Vec<(&'a str, FieldValue)>);
+        let cases: Vec<Case> = vec![
             ("no fields", vec![], vec![]),
             ("dup tag", vec![("a", "1"), ("a", "2")], f.to_vec()),
             ("time as tag", vec![("time", "1")], f.to_vec()),
-            ("reserved field", vec![], vec![("__x", FieldValue::F64(1.0))]),
+            (
+                "reserved field",
+                vec![],
+                vec![("__x", FieldValue::F64(1.0))],
+            ),
             ("empty tag name", vec![("", "1")], f.to_vec()),
         ];
         for (name, tags, fields) in cases {

@@ -114,10 +114,15 @@ mod tests {
 
     #[test]
     fn named_cases() {
-        let cases: &[(&str, &[(&str, &str)], &[u8])] = &[
+        type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a [u8]);
+        let cases: &[Case] = &[
             ("empty", &[], b""),
             ("one", &[("a", "b")], b"a\0\0b\0\0"),
-            ("sorted", &[("b", "2"), ("a", "1")], b"a\0\01\0\0b\0\02\0\0"),
+            (
+                "sorted",
+                &[("b", "2"), ("a", "1")],
+                b"a\x00\x001\x00\x00b\x00\x002\x00\x00",
+            ),
             ("empty value", &[("a", "")], b"a\0\0\0\0"),
             ("nul inside", &[("a", "x\0y")], b"a\0\0x\0\xFFy\0\0"),
         ];

@@ -89,11 +89,8 @@ impl TableSchema {
         let tag_check = batch.tag_names().iter().any(|t| {
             matches!(self.kind(t), Some(ColumnKind::Field(_))) || batch.field_names().contains(t)
         });
-        let mut expected: Vec<Option<ColumnKind>> = batch
-            .field_names()
-            .iter()
-            .map(|n| self.kind(n))
-            .collect();
+        let mut expected: Vec<Option<ColumnKind>> =
+            batch.field_names().iter().map(|n| self.kind(n)).collect();
         let mut tentative: Vec<(u16, FieldType)> = Vec::new();
         for (i, row) in batch.rows().enumerate() {
             tentative.clear();
@@ -141,15 +138,20 @@ impl TableSchema {
         for (idx, v) in row.fields {
             let name = &batch.field_names()[*idx as usize];
             let ty = v.field_type();
-            let want = expected[*idx as usize].or_else(|| self.kind(name)).or_else(|| {
-                tentative
-                    .iter()
-                    .find(|(i, _)| i == idx)
-                    .map(|(_, t)| ColumnKind::Field(*t))
-            });
+            let want = expected[*idx as usize]
+                .or_else(|| self.kind(name))
+                .or_else(|| {
+                    tentative
+                        .iter()
+                        .find(|(i, _)| i == idx)
+                        .map(|(_, t)| ColumnKind::Field(*t))
+                });
             match want {
                 Some(ColumnKind::Tag) => {
-                    return Some(format!("field {name:?} is already a tag of table {:?}", self.name));
+                    return Some(format!(
+                        "field {name:?} is already a tag of table {:?}",
+                        self.name
+                    ));
                 }
                 Some(ColumnKind::Field(t)) if t != ty => {
                     return Some(format!(
@@ -169,7 +171,10 @@ impl TableSchema {
                         .iter()
                         .any(|(i, _)| batch.field_names()[*i as usize] == *k);
                 if is_field {
-                    return Some(format!("tag {k:?} is already a field of table {:?}", self.name));
+                    return Some(format!(
+                        "tag {k:?} is already a field of table {:?}",
+                        self.name
+                    ));
                 }
             }
         }
@@ -236,7 +241,10 @@ mod tests {
                 name: "rejected row defines nothing",
                 rows: vec![
                     (vec![], vec![("v", V::F64(1.0)), ("w", V::Bool(true))]),
-                    (vec![], vec![("w", V::Bool(false)), ("v", V::Str("x".into()))]),
+                    (
+                        vec![],
+                        vec![("w", V::Bool(false)), ("v", V::Str("x".into()))],
+                    ),
                     (vec![], vec![("v", V::F64(1.0))]),
                 ],
                 rejected: vec![1],
@@ -285,7 +293,11 @@ mod tests {
         let rej = s.check_and_grow(&b, 2);
         assert_eq!(rej.len(), 1);
         assert_eq!(rej[0].row, 1);
-        assert!(rej[0].reason.contains("limit of 2 columns"), "{}", rej[0].reason);
+        assert!(
+            rej[0].reason.contains("limit of 2 columns"),
+            "{}",
+            rej[0].reason
+        );
     }
 
     #[test]

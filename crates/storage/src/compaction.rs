@@ -32,9 +32,19 @@ pub struct FileSpan {
 
 /// Groups of file ids to compact together. `active_window` is the window index of "now":
 /// windows at or after it need `trigger` files, older ones two.
-pub fn pick(files: &[FileSpan], window_ns: i64, active_window: i64, trigger: usize) -> Vec<Vec<u64>> {
+pub fn pick(
+    files: &[FileSpan],
+    window_ns: i64,
+    active_window: i64,
+    trigger: usize,
+) -> Vec<Vec<u64>> {
     assert!(window_ns > 0 && trigger >= 2);
-    let span = |f: &FileSpan| (f.min_time.div_euclid(window_ns), f.max_time.div_euclid(window_ns));
+    let span = |f: &FileSpan| {
+        (
+            f.min_time.div_euclid(window_ns),
+            f.max_time.div_euclid(window_ns),
+        )
+    };
     let mut per_window: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
     for (i, f) in files.iter().enumerate() {
         let (a, b) = span(f);
@@ -42,7 +52,13 @@ pub fn pick(files: &[FileSpan], window_ns: i64, active_window: i64, trigger: usi
             per_window.entry(w).or_default().push(i);
         }
     }
-    let needs = |w: i64, n: usize| if w >= active_window { n >= trigger } else { n >= 2 };
+    let needs = |w: i64, n: usize| {
+        if w >= active_window {
+            n >= trigger
+        } else {
+            n >= 2
+        }
+    };
     let mut seeds: BTreeSet<usize> = files
         .iter()
         .enumerate()
@@ -93,11 +109,18 @@ pub(crate) fn compact_all(shared: &Shared) -> Result<usize> {
             let files = region.files.read().clone();
             let spans: Vec<FileSpan> = files
                 .iter()
-                .map(|f| FileSpan { id: f.meta.id, min_time: f.meta.min_time, max_time: f.meta.max_time })
+                .map(|f| FileSpan {
+                    id: f.meta.id,
+                    min_time: f.meta.min_time,
+                    max_time: f.meta.max_time,
+                })
                 .collect();
             for group in pick(&spans, window, active, shared.opts.compaction_trigger_files) {
-                let inputs: Vec<Arc<FileHandle>> =
-                    files.iter().filter(|f| group.contains(&f.meta.id)).cloned().collect();
+                let inputs: Vec<Arc<FileHandle>> = files
+                    .iter()
+                    .filter(|f| group.contains(&f.meta.id))
+                    .cloned()
+                    .collect();
                 compact_group(shared, &table, &region, &inputs)?;
                 jobs += 1;
             }
@@ -106,15 +129,28 @@ pub(crate) fn compact_all(shared: &Shared) -> Result<usize> {
     Ok(jobs)
 }
 
-fn compact_group(shared: &Shared, table: &Table, region: &Region, inputs: &[Arc<FileHandle>]) -> Result<()> {
+fn compact_group(
+    shared: &Shared,
+    table: &Table,
+    region: &Region,
+    inputs: &[Arc<FileHandle>],
+) -> Result<()> {
     let fields = table.fields();
     let tags = table.tags();
     let mut runs = Vec::with_capacity(inputs.len());
     for f in inputs {
-        runs.push(read_sst(&f.meta.path, shared.store.get(&f.meta.path)?, &fields, &SstFilter::default())?);
+        runs.push(read_sst(
+            &f.meta.path,
+            shared.store.get(&f.meta.path)?,
+            &fields,
+            &SstFilter::default(),
+        )?);
     }
     let merged = merge_runs(&runs, &fields)?;
-    let opts = SstWriteOptions { row_group_rows: shared.opts.row_group_rows, zstd_level: shared.opts.zstd_level };
+    let opts = SstWriteOptions {
+        row_group_rows: shared.opts.row_group_rows,
+        zstd_level: shared.opts.zstd_level,
+    };
     let mut added = Vec::new();
     let mut written = Vec::new();
     let result = (|| -> Result<()> {
@@ -135,7 +171,11 @@ fn compact_group(shared: &Shared, table: &Table, region: &Region, inputs: &[Arc<
             });
         }
         let removed: Vec<u64> = inputs.iter().map(|f| f.meta.id).collect();
-        shared.manifest.lock().commit(vec![Edit::Compact { region: region.key, added: added.clone(), removed }])
+        shared.manifest.lock().commit(vec![Edit::Compact {
+            region: region.key,
+            added: added.clone(),
+            removed,
+        }])
     })();
     if let Err(e) = result {
         for p in written {
@@ -145,7 +185,11 @@ fn compact_group(shared: &Shared, table: &Table, region: &Region, inputs: &[Arc<
     }
     let mut files = region.files.write();
     files.retain(|f| !inputs.iter().any(|i| i.meta.id == f.meta.id));
-    files.extend(added.into_iter().map(|m| FileHandle::new(m, shared.store.clone())));
+    files.extend(
+        added
+            .into_iter()
+            .map(|m| FileHandle::new(m, shared.store.clone())),
+    );
     for f in inputs {
         f.mark_obsolete();
     }
@@ -162,8 +206,14 @@ fn split_by_window(run: &SortedRun, window_ns: i64) -> Result<Vec<SortedRun>> {
     }
     let mut out = Vec::new();
     for w in windows {
-        let mask: BooleanArray = times.iter().map(|t| Some(t.div_euclid(window_ns) == w)).collect();
-        out.push(SortedRun { keys: run.keys.clone(), batch: filter_record_batch(&run.batch, &mask)? });
+        let mask: BooleanArray = times
+            .iter()
+            .map(|t| Some(t.div_euclid(window_ns) == w))
+            .collect();
+        out.push(SortedRun {
+            keys: run.keys.clone(),
+            batch: filter_record_batch(&run.batch, &mask)?,
+        });
     }
     Ok(out)
 }
@@ -173,21 +223,54 @@ mod tests {
     use super::*;
 
     fn f(id: u64, min_time: i64, max_time: i64) -> FileSpan {
-        FileSpan { id, min_time, max_time }
+        FileSpan {
+            id,
+            min_time,
+            max_time,
+        }
     }
 
     #[test]
     fn picker_cases() {
         // window 10, active window index 5 (times 50..60), trigger 3
-        let cases: Vec<(&str, Vec<FileSpan>, Vec<Vec<u64>>)> = vec![
+        type Case = (&'static str, Vec<FileSpan>, Vec<Vec<u64>>);
+        let cases: Vec<Case> = vec![
             ("nothing", vec![], vec![]),
-            ("one file per closed window", vec![f(1, 0, 9), f(2, 10, 19)], vec![]),
-            ("two files in a closed window", vec![f(1, 0, 5), f(2, 3, 9)], vec![vec![1, 2]]),
-            ("file spanning windows is split", vec![f(1, 0, 15)], vec![vec![1]]),
-            ("spanning pulls in neighbours", vec![f(1, 5, 15), f(2, 10, 12), f(3, 30, 35)], vec![vec![1, 2]]),
-            ("active window below trigger", vec![f(1, 50, 51), f(2, 52, 53)], vec![]),
-            ("active window at trigger", vec![f(1, 50, 51), f(2, 52, 53), f(3, 54, 55)], vec![vec![1, 2, 3]]),
-            ("negative times", vec![f(1, -5, -1), f(2, -9, -6)], vec![vec![1, 2]]),
+            (
+                "one file per closed window",
+                vec![f(1, 0, 9), f(2, 10, 19)],
+                vec![],
+            ),
+            (
+                "two files in a closed window",
+                vec![f(1, 0, 5), f(2, 3, 9)],
+                vec![vec![1, 2]],
+            ),
+            (
+                "file spanning windows is split",
+                vec![f(1, 0, 15)],
+                vec![vec![1]],
+            ),
+            (
+                "spanning pulls in neighbours",
+                vec![f(1, 5, 15), f(2, 10, 12), f(3, 30, 35)],
+                vec![vec![1, 2]],
+            ),
+            (
+                "active window below trigger",
+                vec![f(1, 50, 51), f(2, 52, 53)],
+                vec![],
+            ),
+            (
+                "active window at trigger",
+                vec![f(1, 50, 51), f(2, 52, 53), f(3, 54, 55)],
+                vec![vec![1, 2, 3]],
+            ),
+            (
+                "negative times",
+                vec![f(1, -5, -1), f(2, -9, -6)],
+                vec![vec![1, 2]],
+            ),
         ];
         for (name, files, want) in cases {
             assert_eq!(pick(&files, 10, 5, 3), want, "{name}");

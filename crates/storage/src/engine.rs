@@ -33,7 +33,7 @@ use crate::placement::FrequencyBalancer;
 use crate::region::Region;
 use crate::store::FileStore;
 use crate::table::Table;
-use crate::worker::{Control, WriteJob, Worker};
+use crate::worker::{Control, Worker, WriteJob};
 
 /// Where each worker's WAL lives.
 pub trait WalFactory: Send + Sync {
@@ -49,7 +49,8 @@ pub struct DirWals(pub PathBuf);
 impl WalFactory for DirWals {
     fn store(&self, id: usize) -> Result<Arc<dyn LogStore>> {
         let dir = self.0.join(id.to_string());
-        let s = FsLogStore::new(&dir).map_err(|e| crate::error::io_err("open wal", dir.display().to_string(), e))?;
+        let s = FsLogStore::new(&dir)
+            .map_err(|e| crate::error::io_err("open wal", dir.display().to_string(), e))?;
         Ok(Arc::new(s))
     }
     fn existing(&self) -> Result<Vec<usize>> {
@@ -78,7 +79,12 @@ impl MemWals {
 
 impl WalFactory for MemWals {
     fn store(&self, id: usize) -> Result<Arc<dyn LogStore>> {
-        Ok(self.logs.lock().entry(id).or_insert_with(|| Arc::new(tempora_wal::MemLogStore::new())).clone())
+        Ok(self
+            .logs
+            .lock()
+            .entry(id)
+            .or_insert_with(|| Arc::new(tempora_wal::MemLogStore::new()))
+            .clone())
     }
     fn existing(&self) -> Result<Vec<usize>> {
         Ok(self.logs.lock().keys().copied().collect())
@@ -96,7 +102,11 @@ impl EngineIo {
     /// Files and WALs in memory (tests), with the system clock.
     pub fn memory() -> (Self, Arc<MemWals>) {
         let wals = Arc::new(MemWals::default());
-        let io = Self { files: FileStore::memory(), wals: wals.clone(), clock: Arc::new(SystemClock) };
+        let io = Self {
+            files: FileStore::memory(),
+            wals: wals.clone(),
+            clock: Arc::new(SystemClock),
+        };
         (io, wals)
     }
 
@@ -182,8 +192,16 @@ impl Shared {
         }
         let mut manifest = self.manifest.lock();
         let id = TableId(manifest.state().next_table_id);
-        manifest.commit(vec![Edit::CreateTable { name: name.to_string(), id }])?;
-        let t = Arc::new(Table::new(name, id, tempora_model::TableSchema::new(name), None));
+        manifest.commit(vec![Edit::CreateTable {
+            name: name.to_string(),
+            id,
+        }])?;
+        let t = Arc::new(Table::new(
+            name,
+            id,
+            tempora_model::TableSchema::new(name),
+            None,
+        ));
         tables.insert(name.to_string(), t.clone());
         Ok(t)
     }
@@ -204,8 +222,14 @@ impl Shared {
             .and_then(|prev| prev.meter.lock().interval_ns())
             .unwrap_or(DEFAULT_INTERVAL_NS);
         let worker = self.balancer.lock().assign(interval);
-        let key = RegionKey { table: table.id, partition, bucket };
-        let limits = IndexLimits { max_series: self.opts.max_series_per_region };
+        let key = RegionKey {
+            table: table.id,
+            partition,
+            bucket,
+        };
+        let limits = IndexLimits {
+            max_series: self.opts.max_series_per_region,
+        };
         let r = Arc::new(Region::new(key, worker, interval, SeriesIndex::new(limits)));
         regions.insert((partition, bucket), r.clone());
         r
@@ -213,7 +237,9 @@ impl Shared {
 
     /// Oldest timestamp a table still accepts, by its retention.
     pub fn retention_cutoff(&self, table: &Table) -> Option<i64> {
-        table.ttl_ns().map(|ttl| self.clock.now_ns().saturating_sub(ttl))
+        table
+            .ttl_ns()
+            .map(|ttl| self.clock.now_ns().saturating_sub(ttl))
     }
 
     /// Waits while memtables hold more than the stall limit.
@@ -229,8 +255,13 @@ impl Shared {
         let deadline = Instant::now() + self.opts.write_stall_timeout;
         let mut g = self.memory_freed.0.lock();
         while self.total_bytes() >= limit {
-            if self.memory_freed.1.wait_until(&mut g, deadline).timed_out() && self.total_bytes() >= limit {
-                return Err(StorageError::MemoryBudget { used: self.total_bytes(), limit });
+            if self.memory_freed.1.wait_until(&mut g, deadline).timed_out()
+                && self.total_bytes() >= limit
+            {
+                return Err(StorageError::MemoryBudget {
+                    used: self.total_bytes(),
+                    limit,
+                });
             }
         }
         Ok(())
@@ -256,11 +287,15 @@ pub struct Engine {
 impl Engine {
     /// Opens (recovering) an engine.
     pub fn open(opts: EngineOptions, io: EngineIo) -> Result<Engine> {
-        opts.validate().map_err(|m| StorageError::Injected(format!("bad option: {m}")))?;
+        opts.validate()
+            .map_err(|m| StorageError::Injected(format!("bad option: {m}")))?;
         let manifest = Manifest::open(io.files.clone(), opts.manifest_checkpoint_every)?;
         let orphans = manifest.remove_orphans()?;
         if orphans > 0 {
-            tracing::info!(orphans, "removed files left by an interrupted flush or compaction");
+            tracing::info!(
+                orphans,
+                "removed files left by an interrupted flush or compaction"
+            );
         }
         let shared = Arc::new(Shared {
             worker_bytes: (0..opts.workers).map(|_| AtomicUsize::new(0)).collect(),
@@ -296,7 +331,14 @@ impl Engine {
             receivers.push((wrx, crx));
         }
         for (id, (wrx, crx)) in receivers.into_iter().enumerate() {
-            let w = Worker::new(id, shared.clone(), wals.remove(0), wrx, crx, flush_tx.clone());
+            let w = Worker::new(
+                id,
+                shared.clone(),
+                wals.remove(0),
+                wrx,
+                crx,
+                flush_tx.clone(),
+            );
             threads.push(spawn(&format!("tempora-worker-{id}"), move || w.run()));
         }
         let (s, ctl) = (shared.clone(), ctl_txs.clone());
@@ -325,7 +367,11 @@ impl Engine {
     pub fn write(&self, batch: RowBatch) -> Result<WriteOutcome> {
         let limit = self.shared.opts.max_rows_per_request;
         if batch.len() > limit {
-            return Err(StorageError::TooLarge { what: "rows in a request", size: batch.len(), limit });
+            return Err(StorageError::TooLarge {
+                what: "rows in a request",
+                size: batch.len(),
+                limit,
+            });
         }
         if batch.is_empty() {
             return Ok(WriteOutcome::default());
@@ -337,10 +383,13 @@ impl Engine {
         let batch = Arc::new(batch);
         let field_map = Arc::new(field_map);
         let mut replies = Vec::new();
-        for (worker, parts) in routed.into_iter().enumerate().filter(|(_, p)| !p.is_empty()) {
+        for (worker, parts) in routed
+            .into_iter()
+            .enumerate()
+            .filter(|(_, p)| !p.is_empty())
+        {
             let (tx, rx) = bounded(1);
             let job = WriteJob {
-                table: table.clone(),
                 batch: batch.clone(),
                 field_map: field_map.clone(),
                 parts,
@@ -348,7 +397,10 @@ impl Engine {
             };
             self.write_txs[worker]
                 .send_timeout(job, self.shared.opts.write_stall_timeout)
-                .map_err(|_| StorageError::QueueFull { worker, capacity: self.shared.opts.worker_queue_capacity })?;
+                .map_err(|_| StorageError::QueueFull {
+                    worker,
+                    capacity: self.shared.opts.worker_queue_capacity,
+                })?;
             replies.push(rx);
         }
         let mut first_err = None;
@@ -364,14 +416,23 @@ impl Engine {
         }
         rejected.sort_by_key(|r| r.row);
         self.shared.metrics.rows_rejected.add(rejected.len() as u64);
-        Ok(WriteOutcome { written: batch.len() - rejected.len(), rejected })
+        Ok(WriteOutcome {
+            written: batch.len() - rejected.len(),
+            rejected,
+        })
     }
 
     /// Groups accepted rows by region and regions by worker.
-    fn route(&self, table: &Table, batch: &RowBatch, rejected: &mut Vec<RowRejection>) -> Vec<Vec<(Arc<Region>, Vec<u32>)>> {
+    fn route(
+        &self,
+        table: &Table,
+        batch: &RowBatch,
+        rejected: &mut Vec<RowRejection>,
+    ) -> Vec<Vec<(Arc<Region>, Vec<u32>)>> {
         let opts = &self.shared.opts;
         let cutoff = self.shared.retention_cutoff(table);
-        let mut skip = rejected.iter().map(|r| r.row).peekable();
+        let refused: Vec<usize> = rejected.iter().map(|r| r.row).collect();
+        let mut skip = refused.into_iter().peekable();
         let mut by_region: HashMap<(i64, u32), Vec<u32>> = HashMap::new();
         for (i, row) in batch.rows().enumerate() {
             if skip.peek() == Some(&i) {
@@ -379,14 +440,21 @@ impl Engine {
                 continue;
             }
             if cutoff.is_some_and(|c| row.time.0 < c) {
-                rejected.push(RowRejection { row: i, reason: "timestamp is older than the table's retention".into() });
+                rejected.push(RowRejection {
+                    row: i,
+                    reason: "timestamp is older than the table's retention".into(),
+                });
                 continue;
             }
             let partition = row.time.0.div_euclid(opts.partition_ns);
             let bucket = (series_hash(row.key) % opts.buckets as u64) as u32;
-            by_region.entry((partition, bucket)).or_default().push(i as u32);
+            by_region
+                .entry((partition, bucket))
+                .or_default()
+                .push(i as u32);
         }
-        let mut per_worker: Vec<Vec<(Arc<Region>, Vec<u32>)>> = (0..opts.workers).map(|_| Vec::new()).collect();
+        let mut per_worker: Vec<Vec<(Arc<Region>, Vec<u32>)>> =
+            (0..opts.workers).map(|_| Vec::new()).collect();
         let mut regions: Vec<_> = by_region.into_iter().collect();
         regions.sort_by_key(|(k, _)| *k);
         for ((p, b), rows) in regions {
@@ -401,7 +469,8 @@ impl Engine {
         let mut waits = Vec::new();
         for c in &self.ctl_txs {
             let (tx, rx) = bounded(1);
-            c.send(Control::Flush(Some(tx))).map_err(|_| StorageError::ShutDown)?;
+            c.send(Control::Flush(Some(tx)))
+                .map_err(|_| StorageError::ShutDown)?;
             waits.push(rx);
         }
         for rx in waits {
@@ -412,7 +481,11 @@ impl Engine {
 
     /// Names of all tables.
     pub fn tables(&self) -> Vec<String> {
-        self.shared.all_tables().iter().map(|t| t.name.clone()).collect()
+        self.shared
+            .all_tables()
+            .iter()
+            .map(|t| t.name.clone())
+            .collect()
     }
 
     /// The schema of a table.
@@ -422,8 +495,17 @@ impl Engine {
 
     /// Sets (or clears) a table's retention; expired partitions are dropped by maintenance.
     pub fn set_ttl(&self, table: &str, ttl_ns: Option<i64>) -> Result<()> {
-        let t = self.shared.tables.read().get(table).cloned().ok_or_else(|| StorageError::TableNotFound(table.into()))?;
-        self.shared.manifest.lock().commit(vec![Edit::SetTtl { name: table.into(), ttl_ns }])?;
+        let t = self
+            .shared
+            .tables
+            .read()
+            .get(table)
+            .cloned()
+            .ok_or_else(|| StorageError::TableNotFound(table.into()))?;
+        self.shared.manifest.lock().commit(vec![Edit::SetTtl {
+            name: table.into(),
+            ttl_ns,
+        }])?;
         t.set_ttl_ns(ttl_ns);
         Ok(())
     }
@@ -488,7 +570,7 @@ fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> JoinHandle<()> {
 pub(crate) fn wal_options(opts: &EngineOptions) -> WalOptions {
     WalOptions {
         segment_size: opts.wal_segment_bytes,
-        sync: opts.wal_sync.clone(),
+        sync: opts.wal_sync,
         ..WalOptions::default()
     }
 }

@@ -34,7 +34,9 @@ pub enum StorageError {
     Arrow(#[from] arrow::error::ArrowError),
     #[error("manifest {path} is corrupt: {reason}")]
     CorruptManifest { path: String, reason: String },
-    #[error("memtable memory budget of {limit} bytes exhausted ({used} used); flushes are behind, retry later")]
+    #[error(
+        "memtable memory budget of {limit} bytes exhausted ({used} used); flushes are behind, retry later"
+    )]
     MemoryBudget { used: usize, limit: usize },
     #[error("ingest queue of worker {worker} is full ({capacity} requests); retry later")]
     QueueFull { worker: usize, capacity: usize },
@@ -92,9 +94,19 @@ impl StorageError {
         use StorageError::*;
         match self {
             DiskFull { op } => DiskFull { op },
-            MemoryBudget { used, limit } => MemoryBudget { used: *used, limit: *limit },
-            QueueFull { worker, capacity } => QueueFull { worker: *worker, capacity: *capacity },
-            TooLarge { what, size, limit } => TooLarge { what, size: *size, limit: *limit },
+            MemoryBudget { used, limit } => MemoryBudget {
+                used: *used,
+                limit: *limit,
+            },
+            QueueFull { worker, capacity } => QueueFull {
+                worker: *worker,
+                capacity: *capacity,
+            },
+            TooLarge { what, size, limit } => TooLarge {
+                what,
+                size: *size,
+                limit: *limit,
+            },
             TableNotFound(t) => TableNotFound(t.clone()),
             ShutDown => ShutDown,
             other => Shared(other.to_string()),

@@ -22,12 +22,15 @@ use crate::run::{SortedRun, merge_runs};
 use crate::sst::{SstWriteOptions, write_sst};
 use crate::table::Table;
 
+/// A region, its table, and the frozen parts to flush.
+pub(crate) type RegionParts = (Arc<Table>, Arc<Region>, Vec<Arc<FrozenPart>>);
+
 /// Work handed from a worker to the flusher thread.
 pub(crate) struct FlushJob {
     pub worker: usize,
     /// Every write of this worker at or below this sequence is in `regions`' parts.
     pub flush_seq: SeqNo,
-    pub regions: Vec<(Arc<Table>, Arc<Region>, Vec<Arc<FrozenPart>>)>,
+    pub regions: Vec<RegionParts>,
     pub waiters: Vec<Sender<Result<()>>>,
 }
 
@@ -90,7 +93,11 @@ pub(crate) fn run_flush(shared: &Shared, job: &FlushJob) -> Result<()> {
         }
         let mut manifest = shared.manifest.lock();
         for (_, region, _) in &job.regions {
-            if let Some(old) = manifest.state().region(&region.key).and_then(|r| r.index_path.clone()) {
+            if let Some(old) = manifest
+                .state()
+                .region(&region.key)
+                .and_then(|r| r.index_path.clone())
+            {
                 superseded.push(old);
             }
         }
@@ -104,8 +111,13 @@ pub(crate) fn run_flush(shared: &Shared, job: &FlushJob) -> Result<()> {
         return Err(e);
     }
     for (region, parts, meta) in installs {
-        region.files.write().push(FileHandle::new(meta, shared.store.clone()));
-        region.flushed_seq.fetch_max(job.flush_seq.0, std::sync::atomic::Ordering::SeqCst);
+        region
+            .files
+            .write()
+            .push(FileHandle::new(meta, shared.store.clone()));
+        region
+            .flushed_seq
+            .fetch_max(job.flush_seq.0, std::sync::atomic::Ordering::SeqCst);
         let bytes = region.release_parts(&parts);
         shared.sub_bytes(region.worker, bytes);
     }
@@ -130,7 +142,11 @@ fn flush_region(
     let (runs, index_bytes) = {
         let index = region.index.read();
         let key_of = |id: u32| {
-            Bytes::copy_from_slice(index.key(tempora_model::SeriesId(id)).expect("series in index"))
+            Bytes::copy_from_slice(
+                index
+                    .key(tempora_model::SeriesId(id))
+                    .expect("series in index"),
+            )
         };
         let runs: Vec<SortedRun> = parts
             .iter()

@@ -19,7 +19,11 @@ use crate::memtable::{SERIES_COLUMN, arrow_type};
 
 enum Column {
     /// Raw 8-byte values (f64 bits, i64, u64, bool as 0/1).
-    Num { ty: FieldType, values: Vec<u64>, valid: Vec<bool> },
+    Num {
+        ty: FieldType,
+        values: Vec<u64>,
+        valid: Vec<bool>,
+    },
     Str(Vec<Option<Box<str>>>),
 }
 
@@ -27,7 +31,11 @@ impl Column {
     fn new(ty: FieldType, n: usize) -> Self {
         match ty {
             FieldType::Str => Column::Str(vec![None; n]),
-            _ => Column::Num { ty, values: vec![0; n], valid: vec![false; n] },
+            _ => Column::Num {
+                ty,
+                values: vec![0; n],
+                valid: vec![false; n],
+            },
         }
     }
     fn grow(&mut self, n: usize) {
@@ -63,15 +71,26 @@ impl Column {
     }
     fn array(&self, ids: &[u32]) -> ArrayRef {
         match self {
-            Column::Str(c) => Arc::new(StringArray::from_iter(ids.iter().map(|&i| c[i as usize].as_deref()))),
+            Column::Str(c) => Arc::new(StringArray::from_iter(
+                ids.iter().map(|&i| c[i as usize].as_deref()),
+            )),
             Column::Num { ty, values, valid } => {
                 let nulls = NullBuffer::from_iter(ids.iter().map(|&i| valid[i as usize]));
                 let raw = ids.iter().map(|&i| values[i as usize]);
                 let arr: ArrayRef = match ty {
-                    FieldType::F64 => Arc::new(Float64Array::new(raw.map(f64::from_bits).collect(), Some(nulls))),
-                    FieldType::I64 => Arc::new(Int64Array::new(raw.map(|x| x as i64).collect(), Some(nulls))),
+                    FieldType::F64 => Arc::new(Float64Array::new(
+                        raw.map(f64::from_bits).collect(),
+                        Some(nulls),
+                    )),
+                    FieldType::I64 => Arc::new(Int64Array::new(
+                        raw.map(|x| x as i64).collect(),
+                        Some(nulls),
+                    )),
                     FieldType::U64 => Arc::new(UInt64Array::new(raw.collect(), Some(nulls))),
-                    FieldType::Bool => Arc::new(BooleanArray::new(raw.map(|x| x != 0).collect(), Some(nulls))),
+                    FieldType::Bool => Arc::new(BooleanArray::new(
+                        raw.map(|x| x != 0).collect(),
+                        Some(nulls),
+                    )),
                     FieldType::Str => unreachable!(),
                 };
                 arr
@@ -120,21 +139,35 @@ impl LastValues {
             if self.columns.len() <= ord {
                 self.columns.resize_with(ord + 1, || None);
             }
-            self.columns[ord].get_or_insert_with(|| Column::new(ty, n)).set(i, v);
+            self.columns[ord]
+                .get_or_insert_with(|| Column::new(ty, n))
+                .set(i, v);
         }
     }
 
     /// Time of the cached point of a series.
     pub fn time(&self, series: SeriesId) -> Option<i64> {
-        self.times.get(series.0 as usize).copied().filter(|&t| t != NONE)
+        self.times
+            .get(series.0 as usize)
+            .copied()
+            .filter(|&t| t != NONE)
     }
 
     /// The cached points of the selected series (all when `series` is `None`) as a batch of
     /// `__series`, `time`, then the requested fields by (ordinal, name, type).
-    pub fn snapshot(&self, series: Option<&RoaringBitmap>, fields: &[(usize, String, FieldType)]) -> RecordBatch {
+    pub fn snapshot(
+        &self,
+        series: Option<&RoaringBitmap>,
+        fields: &[(usize, String, FieldType)],
+    ) -> RecordBatch {
         let ids: Vec<u32> = match series {
-            Some(b) => b.iter().filter(|&i| self.time(SeriesId(i)).is_some()).collect(),
-            None => (0..self.times.len() as u32).filter(|&i| self.time(SeriesId(i)).is_some()).collect(),
+            Some(b) => b
+                .iter()
+                .filter(|&i| self.time(SeriesId(i)).is_some())
+                .collect(),
+            None => (0..self.times.len() as u32)
+                .filter(|&i| self.time(SeriesId(i)).is_some())
+                .collect(),
         };
         let mut schema = vec![
             Field::new(SERIES_COLUMN, DataType::UInt32, false),
@@ -142,7 +175,9 @@ impl LastValues {
         ];
         let mut cols: Vec<ArrayRef> = vec![
             Arc::new(UInt32Array::from(ids.clone())),
-            Arc::new(Int64Array::from_iter_values(ids.iter().map(|&i| self.times[i as usize]))),
+            Arc::new(Int64Array::from_iter_values(
+                ids.iter().map(|&i| self.times[i as usize]),
+            )),
         ];
         for (ord, name, ty) in fields {
             schema.push(Field::new(name, arrow_type(*ty), true));
@@ -164,7 +199,9 @@ impl LastValues {
                 .flatten()
                 .map(|c| match c {
                     Column::Num { .. } => n * 9,
-                    Column::Str(v) => v.iter().flatten().map(|s| s.len() + 16).sum::<usize>() + n * 16,
+                    Column::Str(v) => {
+                        v.iter().flatten().map(|s| s.len() + 16).sum::<usize>() + n * 16
+                    }
                 })
                 .sum::<usize>()
     }
@@ -211,15 +248,44 @@ mod tests {
     fn newer_replaces_same_merges_older_ignored() {
         // (name, writes as (time, [(ord, value)]), expected time, expected [a, b])
         type W = (i64, Vec<(usize, FieldType, FieldValue)>);
-        let cases: Vec<(&str, Vec<W>, i64, [Option<f64>; 2])> = vec![
+        type Case = (&'static str, Vec<W>, i64, [Option<f64>; 2]);
+        let cases: Vec<Case> = vec![
             ("single", vec![(10, vec![f(0, 1.0)])], 10, [Some(1.0), None]),
-            ("newer replaces", vec![(10, vec![f(0, 1.0), f(1, 2.0)]), (20, vec![f(1, 3.0)])], 20, [None, Some(3.0)]),
-            ("same time merges", vec![(10, vec![f(0, 1.0)]), (10, vec![f(1, 2.0)])], 10, [Some(1.0), Some(2.0)]),
-            ("same time later wins", vec![(10, vec![f(0, 1.0)]), (10, vec![f(0, 5.0)])], 10, [Some(5.0), None]),
-            ("older ignored", vec![(20, vec![f(0, 1.0)]), (10, vec![f(0, 9.0), f(1, 9.0)])], 20, [Some(1.0), None]),
-            ("negative time", vec![(-5, vec![f(0, 1.0)])], -5, [Some(1.0), None]),
+            (
+                "newer replaces",
+                vec![(10, vec![f(0, 1.0), f(1, 2.0)]), (20, vec![f(1, 3.0)])],
+                20,
+                [None, Some(3.0)],
+            ),
+            (
+                "same time merges",
+                vec![(10, vec![f(0, 1.0)]), (10, vec![f(1, 2.0)])],
+                10,
+                [Some(1.0), Some(2.0)],
+            ),
+            (
+                "same time later wins",
+                vec![(10, vec![f(0, 1.0)]), (10, vec![f(0, 5.0)])],
+                10,
+                [Some(5.0), None],
+            ),
+            (
+                "older ignored",
+                vec![(20, vec![f(0, 1.0)]), (10, vec![f(0, 9.0), f(1, 9.0)])],
+                20,
+                [Some(1.0), None],
+            ),
+            (
+                "negative time",
+                vec![(-5, vec![f(0, 1.0)])],
+                -5,
+                [Some(1.0), None],
+            ),
         ];
-        let names = [(0, "a".to_string(), FieldType::F64), (1, "b".to_string(), FieldType::F64)];
+        let names = [
+            (0, "a".to_string(), FieldType::F64),
+            (1, "b".to_string(), FieldType::F64),
+        ];
         for (name, writes, want_t, want) in cases {
             let mut lv = LastValues::default();
             for (t, fs) in &writes {
@@ -227,7 +293,13 @@ mod tests {
             }
             let b = lv.snapshot(None, &names);
             assert_eq!(b.num_rows(), 1, "{name}");
-            assert_eq!(b.column(1).as_primitive::<arrow::datatypes::Int64Type>().value(0), want_t, "{name}");
+            assert_eq!(
+                b.column(1)
+                    .as_primitive::<arrow::datatypes::Int64Type>()
+                    .value(0),
+                want_t,
+                "{name}"
+            );
             for (j, w) in want.iter().enumerate() {
                 let c = b.column(2 + j).as_primitive::<Float64Type>();
                 let got = c.is_valid(0).then(|| c.value(0));
@@ -248,7 +320,11 @@ mod tests {
         want.insert(3);
         want.insert(99);
         let b = lv.snapshot(Some(&want), &[(0, "v".into(), FieldType::I64)]);
-        let ids: Vec<u32> = b.column(0).as_primitive::<arrow::datatypes::UInt32Type>().values().to_vec();
+        let ids: Vec<u32> = b
+            .column(0)
+            .as_primitive::<arrow::datatypes::UInt32Type>()
+            .values()
+            .to_vec();
         assert_eq!(ids, vec![1, 3]);
     }
 }

@@ -38,7 +38,10 @@ pub struct RegionKey {
 impl RegionKey {
     /// Directory of the region's files.
     pub fn dir(&self) -> String {
-        format!("data/t{}/p{}/b{}", self.table.0, self.partition, self.bucket)
+        format!(
+            "data/t{}/p{}/b{}",
+            self.table.0, self.partition, self.bucket
+        )
     }
     fn name(&self) -> String {
         format!("{}/{}/{}", self.table.0, self.partition, self.bucket)
@@ -90,10 +93,21 @@ pub struct ManifestState {
 /// A change to the state; a commit applies a list of them atomically.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Edit {
-    CreateTable { name: String, id: TableId },
-    SetSchema { name: String, schema: TableSchema },
-    SetTtl { name: String, ttl_ns: Option<i64> },
-    DropTable { name: String },
+    CreateTable {
+        name: String,
+        id: TableId,
+    },
+    SetSchema {
+        name: String,
+        schema: TableSchema,
+    },
+    SetTtl {
+        name: String,
+        ttl_ns: Option<i64>,
+    },
+    DropTable {
+        name: String,
+    },
     /// A flush: new files, a new index, and the region's flushed sequence.
     Flush {
         region: RegionKey,
@@ -107,7 +121,9 @@ pub enum Edit {
         added: Vec<FileMeta>,
         removed: Vec<u64>,
     },
-    DropRegion { region: RegionKey },
+    DropRegion {
+        region: RegionKey,
+    },
 }
 
 impl ManifestState {
@@ -140,7 +156,12 @@ impl ManifestState {
                     self.regions.retain(|_, r| r.key.table != t.id);
                 }
             }
-            Edit::Flush { region, files, flushed_seq, index_path } => {
+            Edit::Flush {
+                region,
+                files,
+                flushed_seq,
+                index_path,
+            } => {
                 let r = self.region_mut(*region);
                 r.flushed_seq = r.flushed_seq.max(*flushed_seq);
                 for f in files {
@@ -151,7 +172,11 @@ impl ManifestState {
                 }
                 self.bump_file_ids(files);
             }
-            Edit::Compact { region, added, removed } => {
+            Edit::Compact {
+                region,
+                added,
+                removed,
+            } => {
                 let r = self.region_mut(*region);
                 for id in removed {
                     r.files.remove(id);
@@ -174,12 +199,14 @@ impl ManifestState {
     }
 
     fn region_mut(&mut self, key: RegionKey) -> &mut RegionMeta {
-        self.regions.entry(key.name()).or_insert_with(|| RegionMeta {
-            key,
-            flushed_seq: 0,
-            files: BTreeMap::new(),
-            index_path: None,
-        })
+        self.regions
+            .entry(key.name())
+            .or_insert_with(|| RegionMeta {
+                key,
+                flushed_seq: 0,
+                files: BTreeMap::new(),
+                index_path: None,
+            })
     }
 
     pub fn region(&self, key: &RegionKey) -> Option<&RegionMeta> {
@@ -213,7 +240,10 @@ fn unframe<'a>(path: &str, data: &'a [u8]) -> Result<&'a [u8]> {
         reason,
     };
     if data.len() < HEADER_LEN {
-        return Err(bad(format!("{} bytes is shorter than the header", data.len())));
+        return Err(bad(format!(
+            "{} bytes is shorter than the header",
+            data.len()
+        )));
     }
     if &data[..8] != MAGIC {
         return Err(bad("bad magic number".into()));
@@ -226,7 +256,10 @@ fn unframe<'a>(path: &str, data: &'a [u8]) -> Result<&'a [u8]> {
     let crc = u32::from_le_bytes(data[14..18].try_into().expect("4 bytes"));
     let body = &data[HEADER_LEN..];
     if body.len() != len {
-        return Err(bad(format!("body is {} bytes, header says {len}", body.len())));
+        return Err(bad(format!(
+            "body is {} bytes, header says {len}",
+            body.len()
+        )));
     }
     if crc32c::crc32c(body) != crc {
         return Err(bad("checksum mismatch".into()));
@@ -269,7 +302,10 @@ impl Manifest {
     pub fn open(store: FileStore, checkpoint_every: u64) -> Result<Manifest> {
         assert!(checkpoint_every >= 1);
         let files = store.list(DIR)?;
-        let ckpt = files.iter().filter_map(|(p, _)| parse_version(p, ".ckpt")).max();
+        let ckpt = files
+            .iter()
+            .filter_map(|(p, _)| parse_version(p, ".ckpt"))
+            .max();
         let mut state = match ckpt {
             Some(v) => decode::<ManifestState>(&ckpt_path(v), &store.get(&ckpt_path(v))?)?,
             None => ManifestState::default(),
@@ -326,10 +362,10 @@ impl Manifest {
             self.state.apply(e);
         }
         self.state.version = v;
-        if v - self.last_checkpoint >= self.checkpoint_every {
-            if let Err(e) = self.checkpoint() {
-                tracing::warn!(error = %e, "manifest checkpoint failed; edits are kept");
-            }
+        if v - self.last_checkpoint >= self.checkpoint_every
+            && let Err(e) = self.checkpoint()
+        {
+            tracing::warn!(error = %e, "manifest checkpoint failed; edits are kept");
         }
         Ok(())
     }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use arrow::array::{
     ArrayBuilder, ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, RecordBatch,
-    StringBuilder, UInt32Array, UInt32Builder, UInt64Builder,
+    StringBuilder, UInt32Array, UInt64Builder,
 };
 use arrow::compute::{SortColumn, lexsort_to_indices, take_record_batch};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
@@ -166,8 +166,12 @@ impl ActiveBuffer {
         ];
         let mut arrays: Vec<ArrayRef> = vec![
             Arc::new(UInt32Array::from(std::mem::take(&mut self.series))),
-            Arc::new(arrow::array::Int64Array::from(std::mem::take(&mut self.times))),
-            Arc::new(arrow::array::UInt64Array::from(std::mem::take(&mut self.seqs))),
+            Arc::new(arrow::array::Int64Array::from(std::mem::take(
+                &mut self.times,
+            ))),
+            Arc::new(arrow::array::UInt64Array::from(std::mem::take(
+                &mut self.seqs,
+            ))),
         ];
         let mut ordinals = Vec::new();
         for (ord, col) in self.columns.iter_mut().enumerate() {
@@ -192,14 +196,20 @@ impl ActiveBuffer {
     }
 }
 
-/// Sorts a batch whose first three columns are series, time, seq.
+/// Sorts a batch by its first three columns (series or rank, time, seq). The sort is stable:
+/// rows equal in all three (one write naming the same point twice) keep their order, so the
+/// later one still wins when duplicates are merged.
 pub fn sort_by_series_time_seq(batch: &RecordBatch) -> RecordBatch {
-    let cols: Vec<SortColumn> = (0..3)
+    let mut cols: Vec<SortColumn> = (0..3)
         .map(|i| SortColumn {
             values: batch.column(i).clone(),
             options: None,
         })
         .collect();
+    cols.push(SortColumn {
+        values: Arc::new(UInt32Array::from_iter_values(0..batch.num_rows() as u32)),
+        options: None,
+    });
     let idx = lexsort_to_indices(&cols, None).expect("sortable columns");
     take_record_batch(batch, &idx).expect("indices in range")
 }
@@ -223,22 +233,58 @@ mod tests {
     fn freeze_sorts_and_pads_sparse_columns() {
         let mut b = ActiveBuffer::default();
         let names = vec!["a".to_string(), "b".to_string()];
-        b.push(SeriesId(2), 10, SeqNo(1), [(0, FieldType::F64, &FieldValue::F64(1.0))].into_iter());
-        b.push(SeriesId(1), 20, SeqNo(2), [(1, FieldType::I64, &FieldValue::I64(7))].into_iter());
-        b.push(SeriesId(1), 5, SeqNo(3), [(0, FieldType::F64, &FieldValue::F64(3.0))].into_iter());
+        b.push(
+            SeriesId(2),
+            10,
+            SeqNo(1),
+            [(0, FieldType::F64, &FieldValue::F64(1.0))].into_iter(),
+        );
+        b.push(
+            SeriesId(1),
+            20,
+            SeqNo(2),
+            [(1, FieldType::I64, &FieldValue::I64(7))].into_iter(),
+        );
+        b.push(
+            SeriesId(1),
+            5,
+            SeqNo(3),
+            [(0, FieldType::F64, &FieldValue::F64(3.0))].into_iter(),
+        );
         let part = b.freeze(&names).unwrap();
         assert!(b.is_empty() && b.bytes() == 0);
         let batch = &part.batch;
-        let series: Vec<u32> = batch.column(0).as_primitive::<UInt32Type>().values().to_vec();
-        let times: Vec<i64> = batch.column(1).as_primitive::<Int64Type>().values().to_vec();
-        let seqs: Vec<u64> = batch.column(2).as_primitive::<UInt64Type>().values().to_vec();
+        let series: Vec<u32> = batch
+            .column(0)
+            .as_primitive::<UInt32Type>()
+            .values()
+            .to_vec();
+        let times: Vec<i64> = batch
+            .column(1)
+            .as_primitive::<Int64Type>()
+            .values()
+            .to_vec();
+        let seqs: Vec<u64> = batch
+            .column(2)
+            .as_primitive::<UInt64Type>()
+            .values()
+            .to_vec();
         assert_eq!(series, vec![1, 1, 2]);
         assert_eq!(times, vec![5, 20, 10]);
         assert_eq!(seqs, vec![3, 2, 1]);
-        let a = batch.column_by_name("a").unwrap().as_primitive::<Float64Type>();
+        let a = batch
+            .column_by_name("a")
+            .unwrap()
+            .as_primitive::<Float64Type>();
         assert_eq!((a.value(0), a.is_null(1), a.value(2)), (3.0, true, 1.0));
-        let bcol = batch.column_by_name("b").unwrap().as_primitive::<Int64Type>();
-        assert_eq!((bcol.is_null(0), bcol.value(1), bcol.is_null(2)), (true, 7, true));
+        let bcol = batch
+            .column_by_name("b")
+            .unwrap()
+            .as_primitive::<Int64Type>();
+        assert_eq!(
+            (bcol.is_null(0), bcol.value(1), bcol.is_null(2)),
+            (true, 7, true)
+        );
         assert_eq!(part.max_seq, SeqNo(3));
     }
 

@@ -34,13 +34,41 @@ impl Metrics {
     /// (name, help, value) of every counter, for Prometheus text output.
     pub fn counters(&self) -> Vec<(&'static str, &'static str, u64)> {
         vec![
-            ("tempora_rows_written_total", "Rows written to memtables.", self.rows_written.get()),
-            ("tempora_rows_rejected_total", "Rows rejected by schema or limits.", self.rows_rejected.get()),
-            ("tempora_wal_commits_total", "WAL group commits.", self.wal_commits.get()),
-            ("tempora_flushes_total", "Memtable flushes.", self.flushes.get()),
-            ("tempora_compactions_total", "Compactions.", self.compactions.get()),
-            ("tempora_files_expired_total", "Data files dropped by retention.", self.files_expired.get()),
-            ("tempora_write_stalls_total", "Writes that waited for memtable memory.", self.write_stalls.get()),
+            (
+                "tempora_rows_written_total",
+                "Rows written to memtables.",
+                self.rows_written.get(),
+            ),
+            (
+                "tempora_rows_rejected_total",
+                "Rows rejected by schema or limits.",
+                self.rows_rejected.get(),
+            ),
+            (
+                "tempora_wal_commits_total",
+                "WAL group commits.",
+                self.wal_commits.get(),
+            ),
+            (
+                "tempora_flushes_total",
+                "Memtable flushes.",
+                self.flushes.get(),
+            ),
+            (
+                "tempora_compactions_total",
+                "Compactions.",
+                self.compactions.get(),
+            ),
+            (
+                "tempora_files_expired_total",
+                "Data files dropped by retention.",
+                self.files_expired.get(),
+            ),
+            (
+                "tempora_write_stalls_total",
+                "Writes that waited for memtable memory.",
+                self.write_stalls.get(),
+            ),
         ]
     }
 }

@@ -87,7 +87,10 @@ impl EngineOptions {
     pub fn validate(&self) -> Result<(), String> {
         let checks: [(bool, &str); 7] = [
             (self.workers >= 1, "workers must be at least 1"),
-            (self.worker_queue_capacity >= 1, "worker_queue_capacity must be at least 1"),
+            (
+                self.worker_queue_capacity >= 1,
+                "worker_queue_capacity must be at least 1",
+            ),
             (self.partition_ns > 0, "partition_ns must be positive"),
             (self.buckets >= 1, "buckets must be at least 1"),
             (
@@ -98,7 +101,10 @@ impl EngineOptions {
                 self.write_stall_bytes >= self.flush_threshold_bytes,
                 "write_stall_bytes must be at least flush_threshold_bytes",
             ),
-            (self.row_group_rows >= 1, "row_group_rows must be at least 1"),
+            (
+                self.row_group_rows >= 1,
+                "row_group_rows must be at least 1",
+            ),
         ];
         match checks.iter().find(|(ok, _)| !ok) {
             Some((_, msg)) => Err(msg.to_string()),

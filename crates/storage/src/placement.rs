@@ -131,7 +131,12 @@ mod tests {
             ("empty sets fill first", 3, &[1.0, 1.0, 1.0], &[0, 1, 2]),
             ("slow set takes next", 2, &[10.0, 1.0, 5.0], &[0, 1, 0]),
             ("one set", 1, &[3.0, 4.0], &[0, 0]),
-            ("ties to lowest index", 2, &[2.0, 2.0, 2.0, 2.0], &[0, 1, 0, 0]),
+            (
+                "ties to lowest index",
+                2,
+                &[2.0, 2.0, 2.0, 2.0],
+                &[0, 1, 0, 0],
+            ),
         ];
         for (name, n, intervals, want) in cases {
             let mut b = FrequencyBalancer::new(*n);

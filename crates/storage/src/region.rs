@@ -45,11 +45,11 @@ impl FileHandle {
 
 impl Drop for FileHandle {
     fn drop(&mut self) {
-        if self.obsolete.load(Ordering::SeqCst) {
-            if let Err(e) = self.store.delete(&self.meta.path) {
-                // The file is unreferenced; the orphan sweep at the next start removes it.
-                tracing::warn!(path = %self.meta.path, error = %e, "could not delete obsolete file");
-            }
+        if self.obsolete.load(Ordering::SeqCst)
+            && let Err(e) = self.store.delete(&self.meta.path)
+        {
+            // The file is unreferenced; the orphan sweep at the next start removes it.
+            tracing::warn!(path = %self.meta.path, error = %e, "could not delete obsolete file");
         }
     }
 }
@@ -145,10 +145,5 @@ impl Region {
         let before: usize = frozen.iter().map(|p| p.bytes).sum();
         frozen.retain(|p| !parts.iter().any(|q| Arc::ptr_eq(p, q)));
         before - frozen.iter().map(|p| p.bytes).sum::<usize>()
-    }
-
-    /// Bytes held by the memtable (active and frozen).
-    pub fn memtable_bytes(&self) -> usize {
-        self.active.lock().bytes() + self.frozen.read().iter().map(|p| p.bytes).sum::<usize>()
     }
 }

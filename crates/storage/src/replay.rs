@@ -22,31 +22,43 @@ use crate::worker::resolve_series;
 /// Builds tables and regions (with files and persisted indexes) from the manifest.
 pub(crate) fn load_manifest_state(shared: &Shared) -> Result<()> {
     let state = shared.manifest.lock().state().clone();
-    let limits = IndexLimits { max_series: shared.opts.max_series_per_region };
+    let limits = IndexLimits {
+        max_series: shared.opts.max_series_per_region,
+    };
     let mut max_seq = 0;
     let mut tables = shared.tables.write();
     for (name, meta) in &state.tables {
-        tables.insert(name.clone(), Arc::new(Table::new(name, meta.id, meta.schema.clone(), meta.ttl_ns)));
+        tables.insert(
+            name.clone(),
+            Arc::new(Table::new(name, meta.id, meta.schema.clone(), meta.ttl_ns)),
+        );
     }
     for r in state.regions.values() {
         let Some(table) = tables.values().find(|t| t.id == r.key.table) else {
             continue;
         };
         let index = match &r.index_path {
-            Some(p) => SeriesIndex::decode(&shared.store.get(p)?, limits.clone())?,
-            None => SeriesIndex::new(limits.clone()),
+            Some(p) => SeriesIndex::decode(&shared.store.get(p)?, limits)?,
+            None => SeriesIndex::new(limits),
         };
         let worker = shared.balancer.lock().assign(1e9);
         let region = Region::new(r.key, worker, 1e9, index);
         region.flushed_seq.store(r.flushed_seq, Ordering::SeqCst);
-        region.lvc_from_files.store(r.files.is_empty(), Ordering::SeqCst);
+        region
+            .lvc_from_files
+            .store(r.files.is_empty(), Ordering::SeqCst);
         *region.files.write() = r
             .files
             .values()
             .map(|f| FileHandle::new(f.clone(), shared.store.clone()))
             .collect();
-        max_seq = max_seq.max(r.flushed_seq).max(r.files.values().map(|f| f.max_seq).max().unwrap_or(0));
-        table.regions.write().insert((r.key.partition, r.key.bucket), Arc::new(region));
+        max_seq = max_seq
+            .max(r.flushed_seq)
+            .max(r.files.values().map(|f| f.max_seq).max().unwrap_or(0));
+        table
+            .regions
+            .write()
+            .insert((r.key.partition, r.key.bucket), Arc::new(region));
     }
     shared.observe_seq(SeqNo(max_seq));
     Ok(())
@@ -55,16 +67,27 @@ pub(crate) fn load_manifest_state(shared: &Shared) -> Result<()> {
 /// Decodes a WAL record written by the worker.
 fn decode_record(payload: &[u8]) -> Result<(RegionKey, RowBatch)> {
     if payload.len() < 16 {
-        return Err(StorageError::Model(tempora_model::ModelError::CorruptBatch {
-            offset: payload.len(),
-            reason: "record shorter than its region address",
-        }));
+        return Err(StorageError::Model(
+            tempora_model::ModelError::CorruptBatch {
+                offset: payload.len(),
+                reason: "record shorter than its region address",
+            },
+        ));
     }
-    let table = TableId(u32::from_le_bytes(payload[0..4].try_into().expect("4 bytes")));
+    let table = TableId(u32::from_le_bytes(
+        payload[0..4].try_into().expect("4 bytes"),
+    ));
     let partition = i64::from_le_bytes(payload[4..12].try_into().expect("8 bytes"));
     let bucket = u32::from_le_bytes(payload[12..16].try_into().expect("4 bytes"));
     let batch = RowBatch::decode(&payload[16..])?;
-    Ok((RegionKey { table, partition, bucket }, batch))
+    Ok((
+        RegionKey {
+            table,
+            partition,
+            bucket,
+        },
+        batch,
+    ))
 }
 
 /// Applies one replayed record.
@@ -86,11 +109,22 @@ fn apply_record(shared: &Shared, seq: SeqNo, payload: &[u8]) -> Result<usize> {
     }
     let (rejected, field_map) = table.check(&batch, usize::MAX);
     if !rejected.is_empty() {
-        tracing::warn!(seq = seq.0, rows = rejected.len(), "replayed rows conflict with the schema; skipped");
+        tracing::warn!(
+            seq = seq.0,
+            rows = rejected.len(),
+            "replayed rows conflict with the schema; skipped"
+        );
     }
     let mut skip = rejected.iter().map(|r| r.row as u32).peekable();
     let rows: Vec<u32> = (0..batch.len() as u32)
-        .filter(|i| if skip.peek() == Some(i) { skip.next(); false } else { true })
+        .filter(|i| {
+            if skip.peek() == Some(i) {
+                skip.next();
+                false
+            } else {
+                true
+            }
+        })
         .collect();
     let mut refused = Vec::new();
     let (kept, ids) = resolve_series(&region, &batch, &rows, &mut refused);
@@ -117,15 +151,14 @@ pub(crate) fn replay_wals(shared: &Arc<Shared>, wals: &dyn WalFactory) -> Result
         wal.replay(SeqNo(0), threads, |seq, payload| -> Result<()> {
             rows += apply_record(shared, seq, payload)?;
             Ok(())
-        })
-        .map_err(|e| match e {
-            tempora_wal::ReplayError::Wal(w) => StorageError::Wal(w),
-            tempora_wal::ReplayError::Callback(c) => c,
         })?;
         opened.push((id, wal));
     }
     if rows > 0 {
-        tracing::info!(rows, "replayed rows from the write-ahead logs; flushing them");
+        tracing::info!(
+            rows,
+            "replayed rows from the write-ahead logs; flushing them"
+        );
         for w in 0..shared.opts.workers {
             let job = collect_flush_job(shared, w, SeqNo(shared.seq_now()), Vec::new());
             run_flush(shared, &job)?;

@@ -27,7 +27,10 @@ pub(crate) fn enforce(shared: &Shared) -> Result<usize> {
         if expired.is_empty() {
             continue;
         }
-        let edits = expired.iter().map(|r| Edit::DropRegion { region: r.key }).collect();
+        let edits = expired
+            .iter()
+            .map(|r| Edit::DropRegion { region: r.key })
+            .collect();
         shared.manifest.lock().commit(edits)?;
         let names = table.field_names();
         let mut regions = table.regions.write();
@@ -43,7 +46,10 @@ pub(crate) fn enforce(shared: &Shared) -> Result<usize> {
             for f in files {
                 f.mark_obsolete();
             }
-            shared.balancer.lock().unbind(r.worker, r.placed_interval_ns);
+            shared
+                .balancer
+                .lock()
+                .unbind(r.worker, r.placed_interval_ns);
             dropped += 1;
         }
     }

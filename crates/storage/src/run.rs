@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, UInt32Array, new_null_array};
-use arrow::compute::{SortColumn, concat_batches, lexsort_to_indices, take, take_record_batch};
+use arrow::compute::{concat_batches, take};
 use arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef, UInt32Type, UInt64Type};
 use bytes::Bytes;
 use tempora_model::{FieldType, SEQ_COLUMN, TIME_COLUMN};
@@ -93,7 +93,11 @@ impl SortedRun {
 
 /// Re-shapes `batch` (first column replaced by `ranks`) to the run schema of `fields`,
 /// adding null columns for fields it lacks.
-fn align(batch: &RecordBatch, ranks: ArrayRef, fields: &[(String, FieldType)]) -> Result<RecordBatch> {
+fn align(
+    batch: &RecordBatch,
+    ranks: ArrayRef,
+    fields: &[(String, FieldType)],
+) -> Result<RecordBatch> {
     let schema = run_schema(fields);
     let mut cols: Vec<ArrayRef> = vec![ranks, batch.column(1).clone(), batch.column(2).clone()];
     for (name, ty) in fields {
@@ -128,17 +132,10 @@ pub fn merge_runs(runs: &[SortedRun], fields: &[(String, FieldType)]) -> Result<
 
 /// Sorts by (rank, time, seq) and removes duplicate (rank, time) rows field by field.
 fn sort_dedup(keys: Arc<Vec<Bytes>>, batch: RecordBatch) -> SortedRun {
-    let cols: Vec<SortColumn> = (0..3)
-        .map(|i| SortColumn {
-            values: batch.column(i).clone(),
-            options: None,
-        })
-        .collect();
     let sorted = if is_sorted(&batch) {
         batch
     } else {
-        let idx = lexsort_to_indices(&cols, None).expect("sortable");
-        take_record_batch(&batch, &idx).expect("indices in range")
+        crate::memtable::sort_by_series_time_seq(&batch)
     };
     SortedRun {
         keys,
@@ -259,6 +256,18 @@ mod tests {
         let run = SortedRun::from_series_batch(&batch(&rows), &fields(), key).unwrap();
         assert_eq!(run.num_rows(), 2);
         assert_eq!(flatten(&run), model(&rows));
+    }
+
+    #[test]
+    fn same_point_twice_in_one_write_keeps_the_later_row() {
+        // One write (one seq) naming the same point twice: the later row wins.
+        let rows: Vec<TRow> = (0..50)
+            .map(|i| (1, 10, 7, Some(i as f64), None))
+            .chain([(2, 10, 7, None, Some(1.0))])
+            .collect();
+        let run = SortedRun::from_series_batch(&batch(&rows), &fields(), key).unwrap();
+        let got = flatten(&run);
+        assert_eq!(got[&(key(1), 10)], (Some(49.0), None));
     }
 
     proptest! {

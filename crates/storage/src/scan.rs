@@ -13,7 +13,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use arrow::array::{ArrayRef, AsArray, BooleanArray, RecordBatch, StringArray, TimestampNanosecondArray, UInt32Array};
+use arrow::array::{
+    ArrayRef, AsArray, BooleanArray, RecordBatch, StringArray, TimestampNanosecondArray,
+    UInt32Array,
+};
 use arrow::compute::{filter_record_batch, take};
 use arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef, TimeUnit, UInt32Type};
 use bytes::Bytes;
@@ -40,21 +43,43 @@ pub struct ScanRequest {
 
 impl Default for ScanRequest {
     fn default() -> Self {
-        Self { time: None, matcher: Matcher::All, fields: None }
+        Self {
+            time: None,
+            matcher: Matcher::All,
+            fields: None,
+        }
     }
 }
 
 /// Output schema of a scan.
 pub fn output_schema(tags: &[String], fields: &[(String, FieldType)]) -> SchemaRef {
-    let mut f: Vec<Field> = tags.iter().map(|t| Field::new(t, DataType::Utf8, true)).collect();
-    f.push(Field::new(TIME_COLUMN, DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())), false));
-    f.extend(fields.iter().map(|(n, t)| Field::new(n, crate::memtable::arrow_type(*t), true)));
+    let mut f: Vec<Field> = tags
+        .iter()
+        .map(|t| Field::new(t, DataType::Utf8, true))
+        .collect();
+    f.push(Field::new(
+        TIME_COLUMN,
+        DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+        false,
+    ));
+    f.extend(
+        fields
+            .iter()
+            .map(|(n, t)| Field::new(n, crate::memtable::arrow_type(*t), true)),
+    );
     Arc::new(Schema::new(f))
 }
 
-fn selected_fields(table: &Table, want: Option<&Vec<String>>) -> Result<Vec<(usize, String, FieldType)>> {
-    let all: Vec<(usize, String, FieldType)> =
-        table.fields().into_iter().enumerate().map(|(i, (n, t))| (i, n, t)).collect();
+fn selected_fields(
+    table: &Table,
+    want: Option<&Vec<String>>,
+) -> Result<Vec<(usize, String, FieldType)>> {
+    let all: Vec<(usize, String, FieldType)> = table
+        .fields()
+        .into_iter()
+        .enumerate()
+        .map(|(i, (n, t))| (i, n, t))
+        .collect();
     let Some(want) = want else { return Ok(all) };
     want.iter()
         .map(|w| {
@@ -78,20 +103,29 @@ fn select(region: &Region, m: &Matcher) -> Option<RoaringBitmap> {
 
 fn overlaps(shared: &Shared, region: &Region, time: Option<(i64, i64)>) -> bool {
     let p = shared.opts.partition_ns;
-    let (start, end) = (region.key.partition.saturating_mul(p), (region.key.partition + 1).saturating_mul(p));
+    let (start, end) = (
+        region.key.partition.saturating_mul(p),
+        (region.key.partition + 1).saturating_mul(p),
+    );
     time.is_none_or(|(s, e)| s < end && e > start)
 }
 
 impl Engine {
     fn table(&self, name: &str) -> Result<Arc<Table>> {
-        self.shared.tables.read().get(name).cloned().ok_or_else(|| StorageError::TableNotFound(name.into()))
+        self.shared
+            .tables
+            .read()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| StorageError::TableNotFound(name.into()))
     }
 
     /// Reads rows; one batch per region that has matching rows.
     pub fn scan(&self, table: &str, req: &ScanRequest) -> Result<Vec<RecordBatch>> {
         let table = self.table(table)?;
         let fields = selected_fields(&table, req.fields.as_ref())?;
-        let plain: Vec<(String, FieldType)> = fields.iter().map(|(_, n, t)| (n.clone(), *t)).collect();
+        let plain: Vec<(String, FieldType)> =
+            fields.iter().map(|(_, n, t)| (n.clone(), *t)).collect();
         let tags = table.tags();
         let names = table.field_names();
         let mut out = Vec::new();
@@ -108,10 +142,16 @@ impl Engine {
     }
 
     /// The newest point of every selected series, answered from the last-value cache.
-    pub fn latest(&self, table: &str, matcher: &Matcher, fields: Option<&Vec<String>>) -> Result<RecordBatch> {
+    pub fn latest(
+        &self,
+        table: &str,
+        matcher: &Matcher,
+        fields: Option<&Vec<String>>,
+    ) -> Result<RecordBatch> {
         let table = self.table(table)?;
         let fields = selected_fields(&table, fields)?;
-        let plain: Vec<(String, FieldType)> = fields.iter().map(|(_, n, t)| (n.clone(), *t)).collect();
+        let plain: Vec<(String, FieldType)> =
+            fields.iter().map(|(_, n, t)| (n.clone(), *t)).collect();
         let tags = table.tags();
         let mut regions = table.all_regions();
         regions.sort_by_key(|r| std::cmp::Reverse(r.key.partition));
@@ -126,10 +166,15 @@ impl Engine {
             let keep: BooleanArray = series
                 .values()
                 .iter()
-                .map(|&s| Some(seen.insert(Bytes::copy_from_slice(index.key(SeriesId(s)).expect("indexed")))))
+                .map(|&s| {
+                    Some(seen.insert(Bytes::copy_from_slice(
+                        index.key(SeriesId(s)).expect("indexed"),
+                    )))
+                })
                 .collect();
             let snap = filter_record_batch(&snap, &keep)?;
-            let key_of = |id: u32| Bytes::copy_from_slice(index.key(SeriesId(id)).expect("indexed"));
+            let key_of =
+                |id: u32| Bytes::copy_from_slice(index.key(SeriesId(id)).expect("indexed"));
             let batch = with_seq(&snap)?;
             runs.push(SortedRun::from_series_batch(&batch, &plain, key_of)?);
         }
@@ -142,8 +187,18 @@ impl Engine {
 fn with_seq(b: &RecordBatch) -> Result<RecordBatch> {
     let mut cols = b.columns().to_vec();
     let mut fields: Vec<Arc<Field>> = b.schema().fields().iter().cloned().collect();
-    cols.insert(2, Arc::new(arrow::array::UInt64Array::from(vec![0u64; b.num_rows()])));
-    fields.insert(2, Arc::new(Field::new(tempora_model::SEQ_COLUMN, DataType::UInt64, false)));
+    cols.insert(
+        2,
+        Arc::new(arrow::array::UInt64Array::from(vec![0u64; b.num_rows()])),
+    );
+    fields.insert(
+        2,
+        Arc::new(Field::new(
+            tempora_model::SEQ_COLUMN,
+            DataType::UInt64,
+            false,
+        )),
+    );
     Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)?)
 }
 
@@ -160,10 +215,19 @@ fn ensure_lvc(shared: &Shared, table: &Table, region: &Region) -> Result<()> {
     let files = region.files.read().clone();
     let mut runs = Vec::new();
     for f in &files {
-        runs.push(read_sst(&f.meta.path, shared.store.get(&f.meta.path)?, &fields, &SstFilter::default())?);
+        runs.push(read_sst(
+            &f.meta.path,
+            shared.store.get(&f.meta.path)?,
+            &fields,
+            &SstFilter::default(),
+        )?);
     }
     let run = merge_runs(&runs, &fields)?;
-    let field_map: Vec<(usize, FieldType)> = fields.iter().enumerate().map(|(i, (_, t))| (i, *t)).collect();
+    let field_map: Vec<(usize, FieldType)> = fields
+        .iter()
+        .enumerate()
+        .map(|(i, (_, t))| (i, *t))
+        .collect();
     let mut index = region.index.write();
     let mut lvc = region.lvc.write();
     let ranks = run.ranks();
@@ -174,7 +238,11 @@ fn ensure_lvc(shared: &Shared, table: &Table, region: &Region) -> Result<()> {
         }
         let (sid, _) = index.get_or_insert(&run.keys[ranks[i] as usize])?;
         let values = crate::lvc::row_values(&run.batch, i, &field_map);
-        lvc.update(sid, run.times()[i], values.iter().map(|(o, t, v)| (*o, *t, v)));
+        lvc.update(
+            sid,
+            run.times()[i],
+            values.iter().map(|(o, t, v)| (*o, *t, v)),
+        );
     }
     region.lvc_from_files.store(true, Ordering::SeqCst);
     Ok(())
@@ -195,7 +263,11 @@ fn scan_region(
     let (keys, mut runs) = {
         let index = region.index.read();
         let keys: Option<Arc<Vec<Bytes>>> = ids.as_ref().map(|b| {
-            let mut k: Vec<Bytes> = b.iter().filter_map(|i| index.key(SeriesId(i))).map(Bytes::copy_from_slice).collect();
+            let mut k: Vec<Bytes> = b
+                .iter()
+                .filter_map(|i| index.key(SeriesId(i)))
+                .map(Bytes::copy_from_slice)
+                .collect();
             k.sort_unstable();
             Arc::new(k)
         });
@@ -209,17 +281,32 @@ fn scan_region(
         }
         (keys, runs)
     };
-    let filter = SstFilter { time: req.time, keys };
+    let filter = SstFilter {
+        time: req.time,
+        keys,
+    };
     for f in &snap.files {
-        if req.time.is_some_and(|(s, e)| f.meta.max_time < s || f.meta.min_time >= e) {
+        if req
+            .time
+            .is_some_and(|(s, e)| f.meta.max_time < s || f.meta.min_time >= e)
+        {
             continue;
         }
-        runs.push(read_sst(&f.meta.path, shared.store.get(&f.meta.path)?, fields, &filter)?);
+        runs.push(read_sst(
+            &f.meta.path,
+            shared.store.get(&f.meta.path)?,
+            fields,
+            &filter,
+        )?);
     }
     merge_runs(&runs, fields)
 }
 
-fn filter_part(b: &RecordBatch, ids: Option<&RoaringBitmap>, time: Option<(i64, i64)>) -> Result<RecordBatch> {
+fn filter_part(
+    b: &RecordBatch,
+    ids: Option<&RoaringBitmap>,
+    time: Option<(i64, i64)>,
+) -> Result<RecordBatch> {
     if ids.is_none() && time.is_none() {
         return Ok(b.clone());
     }
@@ -227,14 +314,21 @@ fn filter_part(b: &RecordBatch, ids: Option<&RoaringBitmap>, time: Option<(i64, 
     let t = b.column(1).as_primitive::<Int64Type>().values();
     let mask: BooleanArray = (0..b.num_rows())
         .map(|i| {
-            Some(ids.is_none_or(|m| m.contains(s[i])) && time.is_none_or(|(st, e)| t[i] >= st && t[i] < e))
+            Some(
+                ids.is_none_or(|m| m.contains(s[i]))
+                    && time.is_none_or(|(st, e)| t[i] >= st && t[i] < e),
+            )
         })
         .collect();
     Ok(filter_record_batch(b, &mask)?)
 }
 
 /// Converts a run to the scan output shape, decoding each key once.
-pub(crate) fn to_output(run: &SortedRun, tags: &[String], fields: &[(String, FieldType)]) -> Result<RecordBatch> {
+pub(crate) fn to_output(
+    run: &SortedRun,
+    tags: &[String],
+    fields: &[(String, FieldType)],
+) -> Result<RecordBatch> {
     let decoded: Vec<HashMap<String, String>> = run
         .keys
         .iter()
@@ -243,11 +337,21 @@ pub(crate) fn to_output(run: &SortedRun, tags: &[String], fields: &[(String, Fie
     let ranks = UInt32Array::from(run.ranks().to_vec());
     let mut cols: Vec<ArrayRef> = Vec::new();
     for tag in tags {
-        let values: StringArray = decoded.iter().map(|m| m.get(tag).map(String::as_str)).collect();
+        let values: StringArray = decoded
+            .iter()
+            .map(|m| m.get(tag).map(String::as_str))
+            .collect();
         cols.push(take(&values, &ranks, None)?);
     }
-    let times = run.batch.column(1).as_primitive::<Int64Type>().values().clone();
-    cols.push(Arc::new(TimestampNanosecondArray::new(times, None).with_timezone("UTC")));
+    let times = run
+        .batch
+        .column(1)
+        .as_primitive::<Int64Type>()
+        .values()
+        .clone();
+    cols.push(Arc::new(
+        TimestampNanosecondArray::new(times, None).with_timezone("UTC"),
+    ));
     cols.extend(run.batch.columns().iter().skip(3).cloned());
     Ok(RecordBatch::try_new(output_schema(tags, fields), cols)?)
 }

@@ -53,17 +53,24 @@ fn dict(value: DataType) -> DataType {
     DataType::Dictionary(Box::new(DataType::UInt32), Box::new(value))
 }
 
-fn writer_props(schema: &Schema, fields: &[(String, FieldType)], o: &SstWriteOptions) -> Result<WriterProperties> {
+fn writer_props(
+    schema: &Schema,
+    fields: &[(String, FieldType)],
+    o: &SstWriteOptions,
+) -> Result<WriterProperties> {
     let level = ZstdLevel::try_new(o.zstd_level).map_err(|e| StorageError::Parquet {
         path: "<options>".into(),
         source: e,
     })?;
     let mut b = WriterProperties::builder()
         .set_compression(Compression::ZSTD(level))
-        .set_max_row_group_size(o.row_group_rows)
+        .set_max_row_group_row_count(Some(o.row_group_rows))
         .set_statistics_enabled(EnabledStatistics::Chunk)
         .set_dictionary_enabled(false)
-        .set_key_value_metadata(Some(vec![KeyValue::new("tempora.format".into(), "1".to_string())]));
+        .set_key_value_metadata(Some(vec![KeyValue::new(
+            "tempora.format".into(),
+            "1".to_string(),
+        )]));
     for f in schema.fields() {
         if matches!(f.data_type(), DataType::Dictionary(..)) {
             b = b.set_column_dictionary_enabled(ColumnPath::from(f.name().as_str()), true);
@@ -77,7 +84,9 @@ fn writer_props(schema: &Schema, fields: &[(String, FieldType)], o: &SstWriteOpt
     b = b.set_column_statistics_enabled(ColumnPath::from(TIME_COLUMN), EnabledStatistics::Page);
     for (name, ty) in fields {
         b = match ty {
-            FieldType::F64 => b.set_column_encoding(ColumnPath::from(name.as_str()), Encoding::BYTE_STREAM_SPLIT),
+            FieldType::F64 => {
+                b.set_column_encoding(ColumnPath::from(name.as_str()), Encoding::BYTE_STREAM_SPLIT)
+            }
             FieldType::I64 | FieldType::U64 => delta(b, name),
             FieldType::Bool | FieldType::Str => b,
         };
@@ -96,7 +105,11 @@ pub fn write_sst(
     let ranks = run.batch.column(0).as_primitive::<UInt32Type>().clone();
     let key_values = BinaryArray::from_iter_values(run.keys.iter().map(|k| k.as_ref()));
     let pk = DictionaryArray::<UInt32Type>::try_new(ranks.clone(), Arc::new(key_values))?;
-    let mut schema_fields = vec![Field::new(PRIMARY_KEY_COLUMN, dict(DataType::Binary), false)];
+    let mut schema_fields = vec![Field::new(
+        PRIMARY_KEY_COLUMN,
+        dict(DataType::Binary),
+        false,
+    )];
     let mut cols: Vec<ArrayRef> = vec![Arc::new(pk)];
     // Tag columns: decode each distinct key once.
     let decoded: Vec<HashMap<String, String>> = run
@@ -105,13 +118,23 @@ pub fn write_sst(
         .map(|k| decode_series_key(k).map(|t| t.into_iter().collect()))
         .collect::<std::result::Result<_, _>>()?;
     for tag in tags {
-        let values: StringArray = decoded.iter().map(|m| m.get(tag).map(String::as_str)).collect();
+        let values: StringArray = decoded
+            .iter()
+            .map(|m| m.get(tag).map(String::as_str))
+            .collect();
         let arr = DictionaryArray::<UInt32Type>::try_new(ranks.clone(), Arc::new(values))?;
         schema_fields.push(Field::new(tag, dict(DataType::Utf8), true));
         cols.push(Arc::new(arr));
     }
-    let times = run.batch.column(1).as_primitive::<Int64Type>().values().clone();
-    cols.push(Arc::new(TimestampNanosecondArray::new(times, None).with_timezone("UTC")));
+    let times = run
+        .batch
+        .column(1)
+        .as_primitive::<Int64Type>()
+        .values()
+        .clone();
+    cols.push(Arc::new(
+        TimestampNanosecondArray::new(times, None).with_timezone("UTC"),
+    ));
     schema_fields.push(Field::new(TIME_COLUMN, time_type(), false));
     cols.push(run.batch.column(2).clone());
     schema_fields.push(Field::new(SEQ_COLUMN, DataType::UInt64, false));
@@ -152,7 +175,12 @@ pub struct SstFilter {
 }
 
 /// Reads a data file back into a run over `fields` (fields the file lacks are null).
-pub fn read_sst(path: &str, data: Bytes, fields: &[(String, FieldType)], filter: &SstFilter) -> Result<SortedRun> {
+pub fn read_sst(
+    path: &str,
+    data: Bytes,
+    fields: &[(String, FieldType)],
+    filter: &SstFilter,
+) -> Result<SortedRun> {
     let perr = |e| StorageError::Parquet {
         path: path.to_string(),
         source: e,
@@ -162,13 +190,17 @@ pub fn read_sst(path: &str, data: Bytes, fields: &[(String, FieldType)], filter:
     let meta = builder.metadata().clone();
     let time_idx = file_schema.index_of(TIME_COLUMN)?;
     let row_groups: Vec<usize> = (0..meta.num_row_groups())
-        .filter(|&i| match (filter.time, meta.row_group(i).column(time_idx).statistics()) {
-            (Some((start, end)), Some(Statistics::Int64(s))) => match (s.min_opt(), s.max_opt()) {
-                (Some(&min), Some(&max)) => max >= start && min < end,
+        .filter(
+            |&i| match (filter.time, meta.row_group(i).column(time_idx).statistics()) {
+                (Some((start, end)), Some(Statistics::Int64(s))) => {
+                    match (s.min_opt(), s.max_opt()) {
+                        (Some(&min), Some(&max)) => max >= start && min < end,
+                        _ => true,
+                    }
+                }
                 _ => true,
             },
-            _ => true,
-        })
+        )
         .collect();
     let reader = builder.with_row_groups(row_groups).build().map_err(perr)?;
     let mut keys: Vec<Bytes> = Vec::new();
@@ -195,7 +227,9 @@ fn convert_batch(
     filter: &SstFilter,
     keys: &mut Vec<Bytes>,
 ) -> Result<Option<RecordBatch>> {
-    let pk = b.column_by_name(PRIMARY_KEY_COLUMN).expect("file has a key column");
+    let pk = b
+        .column_by_name(PRIMARY_KEY_COLUMN)
+        .expect("file has a key column");
     let pk = cast(pk, &DataType::Binary)?;
     let pk = pk.as_binary::<i32>();
     let mut ranks = Vec::with_capacity(pk.len());
@@ -213,7 +247,10 @@ fn convert_batch(
         ranks.push(keys.len() as u32 - 1);
         keep.push(last_keep);
     }
-    let times = cast(b.column_by_name(TIME_COLUMN).expect("time column"), &DataType::Int64)?;
+    let times = cast(
+        b.column_by_name(TIME_COLUMN).expect("time column"),
+        &DataType::Int64,
+    )?;
     let t = times.as_primitive::<Int64Type>();
     if let Some((start, end)) = filter.time {
         for (i, k) in keep.iter_mut().enumerate() {

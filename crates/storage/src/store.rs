@@ -53,7 +53,9 @@ impl FaultPlan {
     fn check(&self, op: &'static str, write: bool) -> Result<()> {
         let n = self.ops.fetch_add(1, Ordering::SeqCst) + 1;
         if n > self.crash_after.load(Ordering::SeqCst) {
-            return Err(StorageError::Injected(format!("crashed before i/o {n} ({op})")));
+            return Err(StorageError::Injected(format!(
+                "crashed before i/o {n} ({op})"
+            )));
         }
         if write && self.disk_full.load(Ordering::SeqCst) {
             return Err(StorageError::DiskFull { op });
@@ -71,12 +73,11 @@ pub struct FileStore {
 }
 
 fn os_err(op: &'static str, path: &str, e: object_store::Error) -> StorageError {
-    if let object_store::Error::Generic { source, .. } = &e {
-        if let Some(io) = source.downcast_ref::<std::io::Error>() {
-            if io.raw_os_error() == Some(28) || io.kind() == std::io::ErrorKind::StorageFull {
-                return StorageError::DiskFull { op };
-            }
-        }
+    if let object_store::Error::Generic { source, .. } = &e
+        && let Some(io) = source.downcast_ref::<std::io::Error>()
+        && (io.raw_os_error() == Some(28) || io.kind() == std::io::ErrorKind::StorageFull)
+    {
+        return StorageError::DiskFull { op };
     }
     StorageError::ObjectStore {
         op,
@@ -89,7 +90,8 @@ impl FileStore {
     /// Files under a local directory (created if missing).
     pub fn local(root: impl Into<PathBuf>) -> Result<Self> {
         let root = root.into();
-        std::fs::create_dir_all(&root).map_err(|e| io_err("create dir", root.display().to_string(), e))?;
+        std::fs::create_dir_all(&root)
+            .map_err(|e| io_err("create dir", root.display().to_string(), e))?;
         let fs = object_store::local::LocalFileSystem::new_with_prefix(&root)
             .map_err(|e| os_err("open", &root.display().to_string(), e))?;
         Ok(Self {
@@ -152,7 +154,8 @@ impl FileStore {
 
     pub fn get_range(&self, path: &str, range: std::ops::Range<u64>) -> Result<Bytes> {
         self.check("get range", false)?;
-        block_on(self.inner.get_range(&Path::from(path), range)).map_err(|e| os_err("get range", path, e))
+        block_on(self.inner.get_range(&Path::from(path), range))
+            .map_err(|e| os_err("get range", path, e))
     }
 
     pub fn size(&self, path: &str) -> Result<u64> {
@@ -166,10 +169,13 @@ impl FileStore {
     pub fn list(&self, prefix: &str) -> Result<Vec<(String, u64)>> {
         self.check("list", false)?;
         let p = Path::from(prefix);
-        let metas: Vec<object_store::ObjectMeta> = block_on(self.inner.list(Some(&p)).try_collect())
-            .map_err(|e| os_err("list", prefix, e))?;
-        let mut out: Vec<(String, u64)> =
-            metas.into_iter().map(|m| (m.location.to_string(), m.size)).collect();
+        let metas: Vec<object_store::ObjectMeta> =
+            block_on(self.inner.list(Some(&p)).try_collect())
+                .map_err(|e| os_err("list", prefix, e))?;
+        let mut out: Vec<(String, u64)> = metas
+            .into_iter()
+            .map(|m| (m.location.to_string(), m.size))
+            .collect();
         out.sort();
         Ok(out)
     }

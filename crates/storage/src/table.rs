@@ -50,7 +50,11 @@ impl Table {
 
     /// Checks rows against the schema, growing it; returns the rejections and, for each batch
     /// field, its table field ordinal and type (`usize::MAX` for fields of rejected rows only).
-    pub fn check(&self, batch: &RowBatch, max_columns: usize) -> (Vec<RowRejection>, Vec<(usize, FieldType)>) {
+    pub fn check(
+        &self,
+        batch: &RowBatch,
+        max_columns: usize,
+    ) -> (Vec<RowRejection>, Vec<(usize, FieldType)>) {
         let mut schema = self.schema.lock();
         let before = schema.columns().len();
         let rejected = schema.check_and_grow(batch, max_columns);
@@ -62,7 +66,12 @@ impl Table {
         let map = batch
             .field_names()
             .iter()
-            .map(|n| ordinals.get(n.as_str()).copied().unwrap_or((usize::MAX, FieldType::F64)))
+            .map(|n| {
+                ordinals
+                    .get(n.as_str())
+                    .copied()
+                    .unwrap_or((usize::MAX, FieldType::F64))
+            })
             .collect();
         if schema.columns().len() != before {
             *self.published.write() = Arc::new(schema.clone());
@@ -77,7 +86,10 @@ impl Table {
 
     /// Fields by ordinal with their types.
     pub fn fields(&self) -> Vec<(String, FieldType)> {
-        self.schema().fields().map(|(n, t)| (n.to_string(), t)).collect()
+        self.schema()
+            .fields()
+            .map(|(n, t)| (n.to_string(), t))
+            .collect()
     }
 
     pub fn tags(&self) -> Vec<String> {

@@ -24,11 +24,9 @@ use crate::engine::Shared;
 use crate::error::{Result, StorageError};
 use crate::flush::{FlushJob, collect_flush_job};
 use crate::region::Region;
-use crate::table::Table;
 
 /// One write request for one worker.
 pub(crate) struct WriteJob {
-    pub table: Arc<Table>,
     pub batch: Arc<RowBatch>,
     pub field_map: Arc<Vec<(usize, FieldType)>>,
     pub parts: Vec<(Arc<Region>, Vec<u32>)>,
@@ -55,10 +53,13 @@ pub(crate) fn encode_record(region: &Region, batch: &RowBatch, rows: &[u32], out
     batch.encode_rows(Some(rows), out);
 }
 
+/// A region's rows of one request: row numbers, their series, the WAL sequence.
+type PreparedPart = (Arc<Region>, Vec<u32>, Vec<SeriesId>, SeqNo);
+
 struct Prepared {
     job: WriteJob,
     rejected: Vec<RowRejection>,
-    parts: Vec<(Arc<Region>, Vec<u32>, Vec<SeriesId>, SeqNo)>,
+    parts: Vec<PreparedPart>,
 }
 
 pub(crate) struct Worker {
@@ -125,7 +126,11 @@ impl Worker {
                     self.start_flush();
                 }
             }
-            Control::FlushDone { flush_seq, result, waiters } => {
+            Control::FlushDone {
+                flush_seq,
+                result,
+                waiters,
+            } => {
                 self.flush_in_flight = false;
                 match &result {
                     Ok(()) => {
@@ -212,12 +217,19 @@ impl Worker {
             encode_record(region, &job.batch, &kept, &mut self.scratch);
             if let Err(e) = self.wal.append(seq, &self.scratch) {
                 let reason = format!("write-ahead log: {e}");
-                rejected.extend(kept.iter().map(|&r| RowRejection { row: r as usize, reason: reason.clone() }));
+                rejected.extend(kept.iter().map(|&r| RowRejection {
+                    row: r as usize,
+                    reason: reason.clone(),
+                }));
                 continue;
             }
             parts.push((region.clone(), kept, ids, seq));
         }
-        Prepared { job, rejected, parts }
+        Prepared {
+            job,
+            rejected,
+            parts,
+        }
     }
 
     fn apply(&mut self, p: Prepared) {

@@ -25,14 +25,22 @@ struct World {
 
 impl World {
     fn new() -> Self {
-        Self { files: FileStore::memory(), wals: Arc::new(MemWals::default()), clock: ManualClock::new(0) }
+        Self {
+            files: FileStore::memory(),
+            wals: Arc::new(MemWals::default()),
+            clock: ManualClock::new(0),
+        }
     }
     fn io(&self, plan: Option<Arc<FaultPlan>>) -> EngineIo {
         let files = match plan {
             Some(p) => self.files.with_faults(p),
             None => self.files.clone(),
         };
-        EngineIo { files, wals: self.wals.clone(), clock: self.clock.clone() }
+        EngineIo {
+            files,
+            wals: self.wals.clone(),
+            clock: self.clock.clone(),
+        }
     }
 }
 
@@ -41,8 +49,13 @@ fn try_write(e: &Engine, round: i64, day: i64) -> Rows {
     let mut b = RowBatchBuilder::new("cpu").unwrap();
     let mut rows = Rows::new();
     for i in 0..20 {
-        let (h, t, v) = (format!("h{}", i % 4), day + (round * 20 + i) * SEC, (round * 1000 + i) as f64);
-        b.push(&[("host", &h)], &[("v", FieldValue::F64(v))], Timestamp(t)).unwrap();
+        let (h, t, v) = (
+            format!("h{}", i % 4),
+            day + (round * 20 + i) * SEC,
+            (round * 1000 + i) as f64,
+        );
+        b.push(&[("host", &h)], &[("v", FieldValue::F64(v))], Timestamp(t))
+            .unwrap();
         rows.insert((h, t), Some(v));
     }
     match e.write(b.finish()) {
@@ -71,21 +84,39 @@ fn scenario(e: &Engine, clock: &ManualClock) -> Rows {
 
 fn check_recovered(w: &World, acked: &Rows, k: u64) {
     w.wals.crash();
-    let e = Engine::open(small_opts(), w.io(None)).unwrap_or_else(|err| panic!("k={k}: reopen failed: {err}"));
+    let e = Engine::open(small_opts(), w.io(None))
+        .unwrap_or_else(|err| panic!("k={k}: reopen failed: {err}"));
     // Retention may or may not have committed before the crash; apply it now, then compare
     // with the acknowledged rows that retention keeps.
     e.enforce_retention().unwrap();
     let got = read_all(&e);
     let day = 24 * 3600 * SEC;
-    let want: Rows = acked.iter().filter(|((_, t), _)| *t >= day).map(|(k, v)| (k.clone(), *v)).collect();
+    let want: Rows = acked
+        .iter()
+        .filter(|((_, t), _)| *t >= day)
+        .map(|(k, v)| (k.clone(), *v))
+        .collect();
     for (key, v) in &want {
-        assert_eq!(got.get(key), Some(v), "k={k}: acknowledged row {key:?} lost or changed");
+        assert_eq!(
+            got.get(key),
+            Some(v),
+            "k={k}: acknowledged row {key:?} lost or changed"
+        );
     }
     drop(e);
     let m = Manifest::open(w.files.clone(), 64).unwrap();
-    let present: BTreeSet<String> = w.files.list("data").unwrap().into_iter().map(|(p, _)| p).collect();
+    let present: BTreeSet<String> = w
+        .files
+        .list("data")
+        .unwrap()
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
     for p in m.state().live_paths() {
-        assert!(present.contains(&p), "k={k}: manifest names missing file {p}");
+        assert!(
+            present.contains(&p),
+            "k={k}: manifest names missing file {p}"
+        );
     }
 }
 

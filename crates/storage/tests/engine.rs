@@ -17,9 +17,14 @@ fn open_local(dir: &std::path::Path) -> Engine {
 #[test]
 fn rows_read_back_from_memtable_files_and_after_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let rows: Vec<(String, i64, f64)> = (0..200).map(|i| (format!("h{}", i % 7), i * SEC, i as f64)).collect();
+    let rows: Vec<(String, i64, f64)> = (0..200)
+        .map(|i| (format!("h{}", i % 7), i * SEC, i as f64))
+        .collect();
     let refs: Vec<(&str, i64, f64)> = rows.iter().map(|(h, t, v)| (h.as_str(), *t, *v)).collect();
-    let want: BTreeMap<(String, i64), Option<f64>> = rows.iter().map(|(h, t, v)| ((h.clone(), *t), Some(*v))).collect();
+    let want: BTreeMap<(String, i64), Option<f64>> = rows
+        .iter()
+        .map(|(h, t, v)| ((h.clone(), *t), Some(*v)))
+        .collect();
     let e = open_local(dir.path());
     write(&e, &refs[..100]);
     assert_eq!(read_all(&e).len(), 100, "memtable");
@@ -50,19 +55,37 @@ fn same_series_and_time_keeps_the_last_write_field_by_field() {
     let (io, _) = EngineIo::memory();
     let e = Engine::open(small_opts(), io).unwrap();
     let mut b = RowBatchBuilder::new("cpu").unwrap();
-    b.push(&[("host", "a")], &[("v", FieldValue::F64(1.0)), ("w", FieldValue::I64(1))], Timestamp(10)).unwrap();
+    b.push(
+        &[("host", "a")],
+        &[("v", FieldValue::F64(1.0)), ("w", FieldValue::I64(1))],
+        Timestamp(10),
+    )
+    .unwrap();
     e.write(b.finish()).unwrap();
     e.flush().unwrap();
     let mut b = RowBatchBuilder::new("cpu").unwrap();
-    b.push(&[("host", "a")], &[("v", FieldValue::F64(2.0))], Timestamp(10)).unwrap();
+    b.push(
+        &[("host", "a")],
+        &[("v", FieldValue::F64(2.0))],
+        Timestamp(10),
+    )
+    .unwrap();
     e.write(b.finish()).unwrap();
     let batches = e.scan("cpu", &ScanRequest::default()).unwrap();
     let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
     assert_eq!(rows, 1);
     let b = &batches[0];
     use arrow::array::AsArray;
-    let v = b.column_by_name("v").unwrap().as_primitive::<arrow::datatypes::Float64Type>().value(0);
-    let w = b.column_by_name("w").unwrap().as_primitive::<arrow::datatypes::Int64Type>().value(0);
+    let v = b
+        .column_by_name("v")
+        .unwrap()
+        .as_primitive::<arrow::datatypes::Float64Type>()
+        .value(0);
+    let w = b
+        .column_by_name("w")
+        .unwrap()
+        .as_primitive::<arrow::datatypes::Int64Type>()
+        .value(0);
     assert_eq!((v, w), (2.0, 1), "v overwritten, w kept");
 }
 
@@ -71,14 +94,33 @@ fn type_conflict_rejects_only_that_row() {
     let (io, _) = EngineIo::memory();
     let e = Engine::open(small_opts(), io).unwrap();
     let mut b = RowBatchBuilder::new("cpu").unwrap();
-    b.push(&[("host", "a")], &[("v", FieldValue::F64(1.0))], Timestamp(1)).unwrap();
-    b.push(&[("host", "a")], &[("v", FieldValue::Str("x".into()))], Timestamp(2)).unwrap();
-    b.push(&[("host", "a")], &[("v", FieldValue::F64(3.0))], Timestamp(3)).unwrap();
+    b.push(
+        &[("host", "a")],
+        &[("v", FieldValue::F64(1.0))],
+        Timestamp(1),
+    )
+    .unwrap();
+    b.push(
+        &[("host", "a")],
+        &[("v", FieldValue::Str("x".into()))],
+        Timestamp(2),
+    )
+    .unwrap();
+    b.push(
+        &[("host", "a")],
+        &[("v", FieldValue::F64(3.0))],
+        Timestamp(3),
+    )
+    .unwrap();
     let out = e.write(b.finish()).unwrap();
     assert_eq!(out.written, 2);
     assert_eq!(out.rejected.len(), 1);
     assert_eq!(out.rejected[0].row, 1);
-    assert!(out.rejected[0].reason.contains("type string"), "{}", out.rejected[0].reason);
+    assert!(
+        out.rejected[0].reason.contains("type string"),
+        "{}",
+        out.rejected[0].reason
+    );
     assert_eq!(read_all(&e).len(), 2);
 }
 
@@ -91,18 +133,42 @@ fn tag_filters_select_series() {
     write(&e, &[("a", 2, 4.0), ("c", 2, 5.0)]);
     let cases: Vec<(&str, Matcher, usize)> = vec![
         ("eq", Matcher::Eq("host".into(), "a".into()), 2),
-        ("in", Matcher::In("host".into(), vec!["a".into(), "b".into()]), 3),
-        ("regex", Matcher::Regex("host".into(), regex::Regex::new("^[bc]$").unwrap()), 3),
+        (
+            "in",
+            Matcher::In("host".into(), vec!["a".into(), "b".into()]),
+            3,
+        ),
+        (
+            "regex",
+            Matcher::Regex("host".into(), regex::Regex::new("^[bc]$").unwrap()),
+            3,
+        ),
         ("not eq", Matcher::NotEq("host".into(), "a".into()), 3),
         ("missing tag", Matcher::Eq("dc".into(), "x".into()), 0),
     ];
     for (name, m, want) in cases {
-        let req = ScanRequest { matcher: m, ..ScanRequest::default() };
-        let n: usize = e.scan("cpu", &req).unwrap().iter().map(|b| b.num_rows()).sum();
+        let req = ScanRequest {
+            matcher: m,
+            ..ScanRequest::default()
+        };
+        let n: usize = e
+            .scan("cpu", &req)
+            .unwrap()
+            .iter()
+            .map(|b| b.num_rows())
+            .sum();
         assert_eq!(n, want, "{name}");
     }
-    let req = ScanRequest { time: Some((2, 3)), ..ScanRequest::default() };
-    let n: usize = e.scan("cpu", &req).unwrap().iter().map(|b| b.num_rows()).sum();
+    let req = ScanRequest {
+        time: Some((2, 3)),
+        ..ScanRequest::default()
+    };
+    let n: usize = e
+        .scan("cpu", &req)
+        .unwrap()
+        .iter()
+        .map(|b| b.num_rows())
+        .sum();
     assert_eq!(n, 2, "time range");
 }
 
@@ -110,13 +176,24 @@ fn tag_filters_select_series() {
 fn latest_values_come_from_the_cache_and_survive_restart() {
     let dir = tempfile::tempdir().unwrap();
     let e = open_local(dir.path());
-    write(&e, &[("a", SEC, 1.0), ("a", 3 * SEC, 3.0), ("b", 2 * SEC, 2.0), ("a", 2 * SEC, 9.0)]);
+    write(
+        &e,
+        &[
+            ("a", SEC, 1.0),
+            ("a", 3 * SEC, 3.0),
+            ("b", 2 * SEC, 2.0),
+            ("a", 2 * SEC, 9.0),
+        ],
+    );
     let check = |e: &Engine| {
         let b = e.latest("cpu", &Matcher::All, None).unwrap();
         let mut got = BTreeMap::new();
         collect(&b, &mut got);
-        let want: BTreeMap<(String, i64), Option<f64>> =
-            [(("a".to_string(), 3 * SEC), Some(3.0)), (("b".to_string(), 2 * SEC), Some(2.0))].into();
+        let want: BTreeMap<(String, i64), Option<f64>> = [
+            (("a".to_string(), 3 * SEC), Some(3.0)),
+            (("b".to_string(), 2 * SEC), Some(2.0)),
+        ]
+        .into();
         assert_eq!(got, want);
     };
     check(&e);
@@ -130,8 +207,11 @@ fn compaction_leaves_one_file_per_window_without_duplicates() {
     let dir = tempfile::tempdir().unwrap();
     let e = open_local(dir.path());
     for round in 0..4 {
-        let rows: Vec<(String, i64, f64)> = (0..50).map(|i| (format!("h{}", i % 5), i * SEC, (round * 100 + i) as f64)).collect();
-        let refs: Vec<(&str, i64, f64)> = rows.iter().map(|(h, t, v)| (h.as_str(), *t, *v)).collect();
+        let rows: Vec<(String, i64, f64)> = (0..50)
+            .map(|i| (format!("h{}", i % 5), i * SEC, (round * 100 + i) as f64))
+            .collect();
+        let refs: Vec<(&str, i64, f64)> =
+            rows.iter().map(|(h, t, v)| (h.as_str(), *t, *v)).collect();
         write(&e, &refs);
         e.flush().unwrap();
     }
@@ -142,7 +222,10 @@ fn compaction_leaves_one_file_per_window_without_duplicates() {
     e.close().unwrap();
     let e = open_local(dir.path());
     assert_eq!(read_all(&e), before, "after restart");
-    assert!(before.values().all(|v| v.unwrap() >= 300.0), "last round won");
+    assert!(
+        before.values().all(|v| v.unwrap() >= 300.0),
+        "last round won"
+    );
 }
 
 #[test]
@@ -156,14 +239,23 @@ fn retention_drops_expired_partitions_on_time() {
     e.flush().unwrap();
     e.set_ttl("cpu", Some(day)).unwrap();
     clock.set(day + day / 2);
-    assert_eq!(e.enforce_retention().unwrap(), 0, "day 0 ends at the cutoff's day");
+    assert_eq!(
+        e.enforce_retention().unwrap(),
+        0,
+        "day 0 ends at the cutoff's day"
+    );
     clock.set(2 * day);
     assert!(e.enforce_retention().unwrap() >= 1);
     let got = read_all(&e);
     assert_eq!(got.len(), 1);
     // Too old to write now.
     let mut b = RowBatchBuilder::new("cpu").unwrap();
-    b.push(&[("host", "a")], &[("v", FieldValue::F64(1.0))], Timestamp(5)).unwrap();
+    b.push(
+        &[("host", "a")],
+        &[("v", FieldValue::F64(1.0))],
+        Timestamp(5),
+    )
+    .unwrap();
     let out = e.write(b.finish()).unwrap();
     assert_eq!(out.rejected.len(), 1);
 }
@@ -180,13 +272,17 @@ fn memory_budget_fails_writes_clearly_when_flushes_cannot_keep_up() {
         ..small_opts()
     };
     let e = Engine::open(opts, io).unwrap();
+    write(&e, &[("a", 0, 1.0)]); // creates the table while there is space
     plan.set_disk_full(true);
     let mut failed = None;
     for round in 0..200 {
-        let rows: Vec<(String, i64, f64)> = (0..100).map(|i| (format!("h{i}"), round * SEC, 1.0)).collect();
+        let rows: Vec<(String, i64, f64)> = (0..100)
+            .map(|i| (format!("h{i}"), round * SEC, 1.0))
+            .collect();
         let mut b = RowBatchBuilder::new("cpu").unwrap();
         for (h, t, v) in &rows {
-            b.push(&[("host", h)], &[("v", FieldValue::F64(*v))], Timestamp(*t)).unwrap();
+            b.push(&[("host", h)], &[("v", FieldValue::F64(*v))], Timestamp(*t))
+                .unwrap();
         }
         if let Err(err) = e.write(b.finish()) {
             failed = Some(err);

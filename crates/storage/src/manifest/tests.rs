@@ -16,30 +16,56 @@ fn file(id: u64) -> FileMeta {
 }
 
 fn region() -> RegionKey {
-    RegionKey { table: TableId(0), partition: 0, bucket: 0 }
+    RegionKey {
+        table: TableId(0),
+        partition: 0,
+        bucket: 0,
+    }
 }
 
 fn flush(id: u64) -> Vec<Edit> {
-    vec![Edit::Flush { region: region(), files: vec![file(id)], flushed_seq: id, index_path: None }]
+    vec![Edit::Flush {
+        region: region(),
+        files: vec![file(id)],
+        flushed_seq: id,
+        index_path: None,
+    }]
 }
 
 #[test]
 fn edits_survive_reopen_across_checkpoints() {
     let store = FileStore::memory();
     let mut m = Manifest::open(store.clone(), 3).unwrap();
-    m.commit(vec![Edit::CreateTable { name: "cpu".into(), id: TableId(0) }]).unwrap();
+    m.commit(vec![Edit::CreateTable {
+        name: "cpu".into(),
+        id: TableId(0),
+    }])
+    .unwrap();
     for id in 0..7 {
         m.commit(flush(id)).unwrap();
     }
-    m.commit(vec![Edit::Compact { region: region(), added: vec![file(9)], removed: vec![0, 1] }]).unwrap();
+    m.commit(vec![Edit::Compact {
+        region: region(),
+        added: vec![file(9)],
+        removed: vec![0, 1],
+    }])
+    .unwrap();
     let want = m.state().clone();
     let again = Manifest::open(store.clone(), 3).unwrap();
     assert_eq!(again.state(), &want);
     assert_eq!(want.region(&region()).unwrap().files.len(), 6);
     assert_eq!(want.next_file_id, 10);
     // Old edits were folded into checkpoints.
-    let names: Vec<String> = store.list("manifest").unwrap().into_iter().map(|(p, _)| p).collect();
-    assert!(names.iter().filter(|p| p.ends_with(".ckpt")).count() == 1, "{names:?}");
+    let names: Vec<String> = store
+        .list("manifest")
+        .unwrap()
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    assert!(
+        names.iter().filter(|p| p.ends_with(".ckpt")).count() == 1,
+        "{names:?}"
+    );
     assert!(names.len() <= 4, "{names:?}");
 }
 
@@ -63,7 +89,11 @@ fn damaged_files_are_named_errors() {
     for (name, mutate) in cases {
         let store = FileStore::memory();
         let mut m = Manifest::open(store.clone(), 100).unwrap();
-        m.commit(vec![Edit::CreateTable { name: "t".into(), id: TableId(0) }]).unwrap();
+        m.commit(vec![Edit::CreateTable {
+            name: "t".into(),
+            id: TableId(0),
+        }])
+        .unwrap();
         m.commit(flush(1)).unwrap();
         let path = edit_path(2);
         let mut bytes = store.get(&path).unwrap().to_vec();
@@ -107,7 +137,10 @@ fn crash_at_every_io_leaves_old_or_new_version() {
             }
         }
         let m = Manifest::open(base, 2).unwrap_or_else(|e| panic!("k={k}: {e}"));
-        let files = m.state().region(&region()).map_or(0, |r| r.files.len() as u64);
+        let files = m
+            .state()
+            .region(&region())
+            .map_or(0, |r| r.files.len() as u64);
         // The fault plan fails an operation before it happens, so a failed commit left nothing.
         assert_eq!(files, committed, "k={k}");
         assert_eq!(m.state().version, files, "k={k}");
@@ -119,9 +152,18 @@ fn orphans_are_removed_and_live_files_kept() {
     let store = FileStore::memory();
     let mut m = Manifest::open(store.clone(), 100).unwrap();
     m.commit(flush(1)).unwrap();
-    store.put(&file(1).path, Bytes::from_static(b"live")).unwrap();
-    store.put(&file(2).path, Bytes::from_static(b"orphan")).unwrap();
+    store
+        .put(&file(1).path, Bytes::from_static(b"live"))
+        .unwrap();
+    store
+        .put(&file(2).path, Bytes::from_static(b"orphan"))
+        .unwrap();
     assert_eq!(m.remove_orphans().unwrap(), 1);
-    let left: Vec<String> = store.list("data").unwrap().into_iter().map(|(p, _)| p).collect();
+    let left: Vec<String> = store
+        .list("data")
+        .unwrap()
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
     assert_eq!(left, vec![file(1).path]);
 }

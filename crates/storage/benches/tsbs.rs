@@ -1,0 +1,104 @@
+//! TSBS cpu-only-shaped rows: 10 tags and 10 fields per host, random-walk values.
+
+use tempora_model::{FieldValue, RowBatch, RowBatchBuilder, Timestamp};
+
+pub const FIELDS: [&str; 10] = [
+    "usage_user",
+    "usage_system",
+    "usage_idle",
+    "usage_nice",
+    "usage_iowait",
+    "usage_irq",
+    "usage_softirq",
+    "usage_steal",
+    "usage_guest",
+    "usage_guest_nice",
+];
+
+const REGIONS: [&str; 9] = [
+    "us-east-1",
+    "us-west-1",
+    "us-west-2",
+    "eu-west-1",
+    "eu-central-1",
+    "ap-southeast-1",
+    "ap-southeast-2",
+    "ap-northeast-1",
+    "sa-east-1",
+];
+
+/// The tags of host `h`, as TSBS derives them.
+pub fn host_tags(h: usize) -> Vec<(String, String)> {
+    let r = REGIONS[h % REGIONS.len()];
+    vec![
+        ("hostname".into(), format!("host_{h}")),
+        ("region".into(), r.into()),
+        (
+            "datacenter".into(),
+            format!("{r}{}", ["a", "b", "c"][h % 3]),
+        ),
+        ("rack".into(), format!("{}", h % 100)),
+        (
+            "os".into(),
+            ["Ubuntu16.10", "Ubuntu16.04LTS", "Ubuntu15.10"][h % 3].into(),
+        ),
+        ("arch".into(), ["x86", "x64"][h % 2].into()),
+        ("team".into(), ["SF", "NYC", "LON", "CHI"][h % 4].into()),
+        ("service".into(), format!("{}", h % 20)),
+        ("service_version".into(), format!("{}", h % 2)),
+        (
+            "service_environment".into(),
+            ["production", "staging", "test"][h % 3].into(),
+        ),
+    ]
+}
+
+/// Deterministic generator of cpu rows.
+pub struct Gen {
+    tags: Vec<Vec<(String, String)>>,
+    values: Vec<[f64; 10]>,
+    state: u64,
+    pub interval_ns: i64,
+    pub start_ns: i64,
+}
+
+impl Gen {
+    pub fn new(hosts: usize, seed: u64) -> Self {
+        Self {
+            tags: (0..hosts).map(host_tags).collect(),
+            values: vec![[50.0; 10]; hosts],
+            state: seed | 1,
+            interval_ns: 10_000_000_000,
+            start_ns: 1_451_606_400_000_000_000, // 2016-01-01, as TSBS
+        }
+    }
+
+    fn next(&mut self) -> u64 {
+        self.state ^= self.state << 13;
+        self.state ^= self.state >> 7;
+        self.state ^= self.state << 17;
+        self.state
+    }
+
+    /// Rows for hosts `hosts` at step `step`: each field walks by -1, 0 or +1 within 0..=100
+    /// (TSBS cpu values are integral percentages).
+    pub fn batch(&mut self, step: i64, hosts: std::ops::Range<usize>) -> RowBatch {
+        let mut b = RowBatchBuilder::new("cpu").unwrap();
+        let t = Timestamp(self.start_ns + step * self.interval_ns);
+        for h in hosts {
+            let mut fields = Vec::with_capacity(10);
+            for (j, name) in FIELDS.iter().enumerate() {
+                let d = (self.next() % 3) as f64 - 1.0;
+                let v = (self.values[h][j] + d).clamp(0.0, 100.0);
+                self.values[h][j] = v;
+                fields.push((*name, FieldValue::F64(v)));
+            }
+            let tags: Vec<(&str, &str)> = self.tags[h]
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            b.push(&tags, &fields, t).unwrap();
+        }
+        b.finish()
+    }
+}
