@@ -117,6 +117,44 @@ fn main() {
     if series > 0 {
         memory_per_series(series);
     }
+    let replay_steps = env("REPLAY_STEPS", 0);
+    if replay_steps > 0 {
+        replay(hosts, replay_steps);
+    }
+}
+
+fn wal_bytes(p: &std::path::Path) -> u64 {
+    dir_bytes(&p.join("wal"), "wal")
+}
+
+/// Writes without flushing, drops the engine (as a crash would), and times the reopen:
+/// WAL replay plus the flush of everything replayed.
+fn replay(hosts: usize, steps: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = || EngineOptions {
+        flush_threshold_bytes: 16 << 30,
+        write_stall_bytes: 16 << 30,
+        ..EngineOptions::default()
+    };
+    let engine = Engine::open(opts(), EngineIo::local(dir.path()).unwrap()).unwrap();
+    let mut g = tsbs::Gen::new(hosts, 9);
+    let mut rows = 0;
+    for step in 0..steps as i64 {
+        let b = g.batch(step, 0..hosts);
+        rows += b.len();
+        engine.write(b).unwrap();
+    }
+    drop(engine);
+    let wal = wal_bytes(dir.path());
+    let t = Instant::now();
+    let engine = Engine::open(opts(), EngineIo::local(dir.path()).unwrap()).unwrap();
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "replay: {rows} rows, {} MiB of WAL replayed and flushed in {secs:.2} s = {:.0} MiB/s",
+        wal >> 20,
+        (wal >> 20) as f64 / secs
+    );
+    drop(engine);
 }
 
 /// Writes one point for each of `series` hosts and reports RSS growth per series.

@@ -68,6 +68,7 @@ impl StorageError {
             Model(_) | TableNotFound(_) => 400,
             TooLarge { .. } => 413,
             MemoryBudget { .. } | QueueFull { .. } | DiskFull { .. } => 503,
+            Wal(w) if w.is_disk_full() => 503,
             TooManyTables(_) => 422,
             _ => 500,
         }
@@ -83,6 +84,7 @@ impl StorageError {
             MemoryBudget { .. } => "53200",
             QueueFull { .. } => "53300",
             DiskFull { .. } => "53100",
+            Wal(w) if w.is_disk_full() => "53100",
             TooManyTables(_) => "54000",
             CorruptManifest { .. } => "XX001",
             _ => "XX000",
@@ -94,6 +96,7 @@ impl StorageError {
         use StorageError::*;
         match self {
             DiskFull { op } => DiskFull { op },
+            Wal(w) if w.is_disk_full() => DiskFull { op: "WAL commit" },
             MemoryBudget { used, limit } => MemoryBudget {
                 used: *used,
                 limit: *limit,
@@ -115,12 +118,7 @@ impl StorageError {
 
     /// Whether retrying the same request later can succeed.
     pub fn is_retryable(&self) -> bool {
-        matches!(
-            self,
-            StorageError::MemoryBudget { .. }
-                | StorageError::QueueFull { .. }
-                | StorageError::DiskFull { .. }
-        )
+        self.http_status() == 503
     }
 }
 

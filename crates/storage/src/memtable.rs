@@ -2,9 +2,10 @@
 //!
 //! Tags are not stored here: a row carries only its region-local [`SeriesId`]; the key (and so
 //! the tags) lives once in the region's series index. Values go into columnar Arrow builders
-//! (the active buffer). Freezing sorts the active buffer by (series, time, seq) into an immutable
-//! [`FrozenPart`] that readers and flushes share through an `Arc`, so each series' values form
-//! one contiguous run per column.
+//! (the active buffer). Freezing turns the active buffer into an immutable [`FrozenPart`] (rows
+//! in arrival order) that readers and flushes share through an `Arc`; they sort it by
+//! (series, time, seq) off the worker thread, stably, so the later of two rows of one write
+//! naming the same point wins.
 //!
 //! Invariants:
 //! - Field columns are indexed by the table's field ordinal and grow lazily: a column that has
@@ -152,7 +153,8 @@ impl ActiveBuffer {
         }
     }
 
-    /// Sorts the buffer into an immutable part and leaves the buffer empty.
+    /// Moves the buffer into an immutable part (rows in arrival order) and leaves it empty.
+    /// Sorting is left to readers and the flusher, off the worker thread.
     /// `field_names` gives the table's field names by ordinal.
     pub fn freeze(&mut self, field_names: &[String]) -> Option<FrozenPart> {
         if self.is_empty() {
@@ -187,9 +189,8 @@ impl ActiveBuffer {
         let max_seq = std::mem::take(&mut self.max_seq);
         let schema: SchemaRef = Arc::new(Schema::new(fields));
         let batch = RecordBatch::try_new(schema, arrays).expect("columns have equal length");
-        let sorted = sort_by_series_time_seq(&batch);
         Some(FrozenPart {
-            batch: sorted,
+            batch,
             bytes,
             max_seq,
         })
@@ -214,7 +215,7 @@ pub fn sort_by_series_time_seq(batch: &RecordBatch) -> RecordBatch {
     take_record_batch(batch, &idx).expect("indices in range")
 }
 
-/// An immutable, sorted part of a region's memtable.
+/// An immutable part of a region's memtable, rows in arrival order.
 #[derive(Debug)]
 pub struct FrozenPart {
     /// Columns: `__series`, `time`, `__seq`, then the fields present, by name.
@@ -230,7 +231,7 @@ mod tests {
     use arrow::datatypes::{Float64Type, Int64Type, UInt32Type, UInt64Type};
 
     #[test]
-    fn freeze_sorts_and_pads_sparse_columns() {
+    fn freeze_pads_sparse_columns_and_sorts_stably() {
         let mut b = ActiveBuffer::default();
         let names = vec!["a".to_string(), "b".to_string()];
         b.push(
@@ -253,7 +254,7 @@ mod tests {
         );
         let part = b.freeze(&names).unwrap();
         assert!(b.is_empty() && b.bytes() == 0);
-        let batch = &part.batch;
+        let batch = &sort_by_series_time_seq(&part.batch);
         let series: Vec<u32> = batch
             .column(0)
             .as_primitive::<UInt32Type>()

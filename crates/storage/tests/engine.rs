@@ -297,3 +297,55 @@ fn memory_budget_fails_writes_clearly_when_flushes_cannot_keep_up() {
     e.flush().unwrap();
     write(&e, &[("z", 0, 1.0)]);
 }
+
+/// WALs in memory behind a fault injector shared by all workers.
+struct FaultyWals {
+    inner: tempora_storage::MemWals,
+    faults: parking_lot::Mutex<Vec<Arc<tempora_wal::FaultLogStore>>>,
+}
+
+impl tempora_storage::WalFactory for FaultyWals {
+    fn store(&self, id: usize) -> tempora_storage::Result<Arc<dyn tempora_wal::LogStore>> {
+        let f = Arc::new(tempora_wal::FaultLogStore::new(self.inner.store(id)?));
+        self.faults.lock().push(f.clone());
+        Ok(f)
+    }
+    fn existing(&self) -> tempora_storage::Result<Vec<usize>> {
+        self.inner.existing()
+    }
+}
+
+#[test]
+fn wal_disk_full_fails_writes_keeps_reads_and_recovers() {
+    let wals = Arc::new(FaultyWals {
+        inner: Default::default(),
+        faults: Default::default(),
+    });
+    let (mut io, _) = EngineIo::memory();
+    io.wals = wals.clone();
+    let e = Engine::open(small_opts(), io).unwrap();
+    write(&e, &[("a", 1, 1.0)]);
+    for f in wals.faults.lock().iter() {
+        f.set_disk_full(true);
+    }
+    let mut b = RowBatchBuilder::new("cpu").unwrap();
+    b.push(
+        &[("host", "b")],
+        &[("v", FieldValue::F64(2.0))],
+        Timestamp(2),
+    )
+    .unwrap();
+    let err = e.write(b.finish()).unwrap_err();
+    assert!(matches!(err, StorageError::DiskFull { .. }), "{err}");
+    assert_eq!(err.http_status(), 503, "{err}");
+    assert_eq!(
+        read_all(&e).len(),
+        1,
+        "reads keep working and the failed row is not visible"
+    );
+    for f in wals.faults.lock().iter() {
+        f.set_disk_full(false);
+    }
+    write(&e, &[("c", 3, 3.0)]);
+    assert_eq!(read_all(&e).len(), 2);
+}
