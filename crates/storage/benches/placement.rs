@@ -4,7 +4,7 @@
 //! sources, many quiet ones). Reported: max/mean load (writes/s) per set; 1.0 is perfect.
 //! Run: `cargo bench -p tempora-storage --bench placement`.
 
-use tempora_storage::placement::{FrequencyBalancer, imbalance};
+use tempora_storage::placement::{FrequencyBalancer, Policy, imbalance};
 
 fn main() {
     for (sets, sources) in [(2usize, 64usize), (2, 1024), (4, 1024), (8, 4096)] {
@@ -18,9 +18,11 @@ fn main() {
         // Pareto-like intervals: 10 ms .. ~100 s.
         let intervals: Vec<f64> = (0..sources).map(|_| 1e7 / rnd().max(1e-4)).collect();
         let mut freq = FrequencyBalancer::new(sets);
+        let mut literal = FrequencyBalancer::with_policy(sets, Policy::PerSourceMean);
         let mut hash = vec![0.0f64; sets];
         for (i, &iv) in intervals.iter().enumerate() {
             freq.assign(iv);
+            literal.assign(iv);
             let h = (i as u64).wrapping_mul(0x9E3779B97F4A7C15) >> 32;
             hash[(h % sets as u64) as usize] += 1e9 / iv;
         }
@@ -33,8 +35,9 @@ fn main() {
             greedy[i] += 1e9 / iv;
         }
         println!(
-            "sets={sets} sources={sources}: max/mean load  ts-pmem K={:.3}  hash={:.3}  least-rate={:.3}",
+            "sets={sets} sources={sources}: max/mean load  K arrival-interval (default)={:.3}  K per-source-mean (literal)={:.3}  hash={:.3}  least-rate={:.3}",
             freq.imbalance(),
+            literal.imbalance(),
             imbalance(hash.into_iter()),
             imbalance(greedy.into_iter())
         );

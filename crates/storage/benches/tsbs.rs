@@ -55,7 +55,6 @@ pub fn host_tags(h: usize) -> Vec<(String, String)> {
 
 /// Deterministic generator of cpu rows.
 pub struct Gen {
-    tags: Vec<Vec<(String, String)>>,
     values: Vec<[f64; 10]>,
     state: u64,
     pub interval_ns: i64,
@@ -65,7 +64,6 @@ pub struct Gen {
 impl Gen {
     pub fn new(hosts: usize, seed: u64) -> Self {
         Self {
-            tags: (0..hosts).map(host_tags).collect(),
             values: vec![[50.0; 10]; hosts],
             state: seed | 1,
             interval_ns: 10_000_000_000,
@@ -93,7 +91,8 @@ impl Gen {
                 self.values[h][j] = v;
                 fields.push((*name, FieldValue::F64(v)));
             }
-            let tags: Vec<(&str, &str)> = self.tags[h]
+            let owned = host_tags(h);
+            let tags: Vec<(&str, &str)> = owned
                 .iter()
                 .map(|(k, v)| (k.as_str(), v.as_str()))
                 .collect();
