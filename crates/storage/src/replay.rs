@@ -5,7 +5,10 @@
 //! the engine accepts writes, after which every WAL is truncated.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crossbeam::channel::bounded;
+use parking_lot::Mutex;
 
 use tempora_index::{IndexLimits, SeriesIndex};
 use tempora_model::{RowBatch, SeqNo, TableId};
@@ -137,6 +140,55 @@ fn apply_record(shared: &Shared, seq: SeqNo, payload: &[u8]) -> Result<usize> {
     Ok(kept.len())
 }
 
+/// Applies replayed records on `threads` threads. A record goes to the thread its region
+/// hashes to, so each region's records are applied in log order by one thread.
+fn apply_parallel(shared: &Shared, wals: Vec<Wal>, threads: usize) -> Result<(Vec<Wal>, usize)> {
+    let threads = threads.max(1);
+    let rows = AtomicUsize::new(0);
+    let failed: Mutex<Option<StorageError>> = Mutex::new(None);
+    // Payload buffers are recycled: records are large and fresh allocations fault in pages.
+    let (spare_tx, spare_rx) = bounded::<Vec<u8>>(threads * 1100);
+    let result = std::thread::scope(|scope| -> Result<Vec<Wal>> {
+        let mut senders = Vec::new();
+        for _ in 0..threads {
+            let (tx, rx) = bounded::<(SeqNo, Vec<u8>)>(1024);
+            senders.push(tx);
+            let (rows, failed, spare) = (&rows, &failed, spare_tx.clone());
+            scope.spawn(move || {
+                for (seq, payload) in rx {
+                    match apply_record(shared, seq, &payload) {
+                        Ok(n) => {
+                            rows.fetch_add(n, Ordering::Relaxed);
+                            let _ = spare.try_send(payload);
+                        }
+                        Err(e) => {
+                            failed.lock().get_or_insert(e);
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+        for wal in &wals {
+            wal.replay(SeqNo(0), threads, |seq, payload| -> Result<()> {
+                if let Some(e) = failed.lock().as_ref() {
+                    return Err(e.replicate());
+                }
+                let region = payload.get(..16).map_or(0, tempora_model::series_hash);
+                let tx = &senders[(region % threads as u64) as usize];
+                tx.send((seq, payload.to_vec()))
+                    .map_err(|_| StorageError::ShutDown)
+            })?;
+        }
+        drop(senders);
+        Ok(wals)
+    });
+    if let Some(e) = failed.into_inner() {
+        return Err(e);
+    }
+    Ok((result?, rows.into_inner()))
+}
+
 /// Replays every WAL, flushes what was replayed, and returns one open WAL per worker.
 pub(crate) fn replay_wals(shared: &Arc<Shared>, wals: &dyn WalFactory) -> Result<Vec<Wal>> {
     let mut ids = wals.existing()?;
@@ -144,29 +196,32 @@ pub(crate) fn replay_wals(shared: &Arc<Shared>, wals: &dyn WalFactory) -> Result
     ids.sort_unstable();
     ids.dedup();
     let mut opened = Vec::new();
-    let mut rows = 0usize;
-    for id in ids {
-        let wal = Wal::open(wals.store(id)?, wal_options(&shared.opts))?;
-        let threads = shared.opts.replay_threads;
-        wal.replay(SeqNo(0), threads, |seq, payload| -> Result<()> {
-            rows += apply_record(shared, seq, payload)?;
-            Ok(())
-        })?;
-        opened.push((id, wal));
+    for &id in &ids {
+        opened.push(Wal::open(wals.store(id)?, wal_options(&shared.opts))?);
     }
+    let (opened, rows) = apply_parallel(shared, opened, shared.opts.replay_threads)?;
     if rows > 0 {
         tracing::info!(
             rows,
             "replayed rows from the write-ahead logs; flushing them"
         );
-        for w in 0..shared.opts.workers {
-            let job = collect_flush_job(shared, w, SeqNo(shared.seq_now()), Vec::new());
-            run_flush(shared, &job)?;
-        }
+        let flush_seq = SeqNo(shared.seq_now());
+        std::thread::scope(|scope| -> Result<()> {
+            let jobs: Vec<_> = (0..shared.opts.workers)
+                .map(|w| {
+                    let job = collect_flush_job(shared, w, flush_seq, Vec::new());
+                    scope.spawn(move || run_flush(shared, &job))
+                })
+                .collect();
+            for j in jobs {
+                j.join().expect("flush thread panicked")?;
+            }
+            Ok(())
+        })?;
     }
     let last = SeqNo(shared.seq_now());
     let mut mine = Vec::new();
-    for (id, mut wal) in opened {
+    for (id, mut wal) in ids.into_iter().zip(opened) {
         if rows > 0 {
             wal.truncate_before(last.next())?;
         }
