@@ -176,8 +176,10 @@ fn apply_parallel(shared: &Shared, wals: Vec<Wal>, threads: usize) -> Result<(Ve
                 }
                 let region = payload.get(..16).map_or(0, tempora_model::series_hash);
                 let tx = &senders[(region % threads as u64) as usize];
-                tx.send((seq, payload.to_vec()))
-                    .map_err(|_| StorageError::ShutDown)
+                let mut buf = spare_rx.try_recv().unwrap_or_default();
+                buf.clear();
+                buf.extend_from_slice(payload);
+                tx.send((seq, buf)).map_err(|_| StorageError::ShutDown)
             })?;
         }
         drop(senders);
