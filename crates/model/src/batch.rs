@@ -7,7 +7,7 @@
 //! ```text
 //! u32 table_len, table | u16 n_tags, (u16 len, name)* | u16 n_fields, (u16 len, name)*
 //! u32 n_rows, then per row:
-//!   u32 key_len, key | i64 time | u16 n, (u16 field_idx, u8 type_code, value)*
+//!   u32 key_len, key (or u32 KEY_REF | series id, no key bytes) | i64 time | u16 n, (u16 field_idx, u8 type_code, value)*
 //!   value: f64/i64/u64 as 8 bytes, bool as 1 byte, string as u32 len + UTF-8 bytes
 //! ```
 
@@ -17,6 +17,9 @@ use crate::error::{ModelError, Result};
 use crate::ids::Timestamp;
 use crate::key::encode_series_key;
 use crate::value::{FieldType, FieldValue};
+
+/// High bit of a row's key length: the rest is a series id, not a length.
+pub const KEY_REF: u32 = 1 << 31;
 
 /// Most tags one row may carry.
 pub const MAX_TAGS_PER_ROW: usize = 256;
@@ -91,6 +94,18 @@ impl RowBatch {
 
     /// Appends the encoding of the given rows (all rows when `rows` is `None`) to `out`.
     pub fn encode_rows(&self, rows: Option<&[u32]>, out: &mut Vec<u8>) {
+        self.encode_rows_keyed(rows, |_| None, out)
+    }
+
+    /// Like [`RowBatch::encode_rows`], but a row for which `key_ref(row)` gives a series id
+    /// writes `KEY_REF | id` in place of its key length and no key bytes; a reader resolves the
+    /// id with [`RowBatch::decode_keyed`].
+    pub fn encode_rows_keyed(
+        &self,
+        rows: Option<&[u32]>,
+        key_ref: impl Fn(usize) -> Option<u32>,
+        out: &mut Vec<u8>,
+    ) {
         put_str32(out, &self.table);
         put_names(out, &self.tag_names);
         put_names(out, &self.field_names);
@@ -98,8 +113,17 @@ impl RowBatch {
         out.extend_from_slice(&(n as u32).to_le_bytes());
         let mut put_row = |i: usize| {
             let r = self.row(i);
-            out.extend_from_slice(&(r.key.len() as u32).to_le_bytes());
-            out.extend_from_slice(r.key);
+            match key_ref(i) {
+                Some(id) => {
+                    assert!(id < KEY_REF, "series id fits in 31 bits");
+                    out.extend_from_slice(&(KEY_REF | id).to_le_bytes());
+                }
+                None => {
+                    assert!((r.key.len() as u32) < KEY_REF, "key length fits in 31 bits");
+                    out.extend_from_slice(&(r.key.len() as u32).to_le_bytes());
+                    out.extend_from_slice(r.key);
+                }
+            }
             out.extend_from_slice(&r.time.0.to_le_bytes());
             out.extend_from_slice(&(r.fields.len() as u16).to_le_bytes());
             for (idx, v) in r.fields {
@@ -120,8 +144,17 @@ impl RowBatch {
         }
     }
 
-    /// Decodes a batch written by [`RowBatch::encode_rows`].
+    /// Decodes a batch written by [`RowBatch::encode_rows`] (key references are an error).
     pub fn decode(buf: &[u8]) -> Result<RowBatch> {
+        Self::decode_keyed(buf, |_| None)
+    }
+
+    /// Decodes a batch written by [`RowBatch::encode_rows_keyed`], resolving key references
+    /// with `resolve`; an id it does not know is a named error.
+    pub fn decode_keyed<'k>(
+        buf: &[u8],
+        resolve: impl Fn(u32) -> Option<&'k [u8]>,
+    ) -> Result<RowBatch> {
         let mut r = Reader { buf, pos: 0 };
         let table = r.str32()?;
         let tag_names = r.names()?;
@@ -139,8 +172,13 @@ impl RowBatch {
         };
         b.rows.reserve(n_rows);
         for _ in 0..n_rows {
-            let key_len = r.u32()? as usize;
-            let key = r.take(key_len)?;
+            let head = r.u32()?;
+            let key = if head & KEY_REF != 0 {
+                resolve(head & !KEY_REF).ok_or_else(|| r.err("reference to an unknown series"))?
+            } else {
+                r.take(head as usize)?
+            };
+            let key_len = key.len();
             let key_start = b.keys.len() as u32;
             b.keys.extend_from_slice(key);
             let time = r.i64()?;
@@ -408,6 +446,21 @@ mod tests {
         assert_eq!(d.len(), 1);
         assert_eq!(d.row(0).time, Timestamp(-5));
         assert_eq!(d.row(0).key, b.row(1).key);
+    }
+
+    #[test]
+    fn keyed_encoding_resolves_references() {
+        let b = sample();
+        let mut buf = Vec::new();
+        b.encode_rows_keyed(None, |i| (i == 1).then_some(7), &mut buf);
+        let mut plain = Vec::new();
+        b.encode_rows(None, &mut plain);
+        assert!(buf.len() < plain.len());
+        let key1 = b.row(1).key.to_vec();
+        let d = RowBatch::decode_keyed(&buf, |id| (id == 7).then_some(key1.as_slice())).unwrap();
+        assert_eq!(d, b);
+        let err = RowBatch::decode(&buf).unwrap_err();
+        assert!(err.to_string().contains("unknown series"), "{err}");
     }
 
     #[test]

@@ -80,6 +80,9 @@ pub struct Region {
     /// until the first latest-value read fills it).
     pub lvc_from_files: AtomicBool,
     pub lvc_loading: Mutex<()>,
+    /// Series whose key is durable (in a committed WAL record or a persisted index), so WAL
+    /// records may name them by id. Only the worker (and replay) changes it.
+    pub logged: Mutex<roaring::RoaringBitmap>,
 }
 
 impl Region {
@@ -98,6 +101,7 @@ impl Region {
             dropped: AtomicBool::new(false),
             lvc_from_files: AtomicBool::new(true),
             lvc_loading: Mutex::new(()),
+            logged: Mutex::new(roaring::RoaringBitmap::new()),
         }
     }
 

@@ -11,7 +11,7 @@ use crossbeam::channel::bounded;
 use parking_lot::Mutex;
 
 use tempora_index::{IndexLimits, SeriesIndex};
-use tempora_model::{RowBatch, SeqNo, TableId};
+use tempora_model::{RowBatch, SeqNo, SeriesId, TableId};
 use tempora_wal::Wal;
 
 use crate::engine::{Shared, WalFactory, wal_options};
@@ -47,6 +47,9 @@ pub(crate) fn load_manifest_state(shared: &Shared) -> Result<()> {
         let worker = shared.balancer.lock().assign(1e9);
         let region = Region::new(r.key, worker, 1e9, index);
         region.flushed_seq.store(r.flushed_seq, Ordering::SeqCst);
+        // Every series of a persisted index is durable: later records may name it by id.
+        let n = region.index.read().len() as u32;
+        region.logged.lock().insert_range(0..n);
         region
             .lvc_from_files
             .store(r.files.is_empty(), Ordering::SeqCst);
@@ -67,8 +70,8 @@ pub(crate) fn load_manifest_state(shared: &Shared) -> Result<()> {
     Ok(())
 }
 
-/// Decodes a WAL record written by the worker.
-fn decode_record(payload: &[u8]) -> Result<(RegionKey, RowBatch)> {
+/// Reads the region address at the head of a WAL record.
+fn record_region(payload: &[u8]) -> Result<RegionKey> {
     if payload.len() < 16 {
         return Err(StorageError::Model(
             tempora_model::ModelError::CorruptBatch {
@@ -77,26 +80,21 @@ fn decode_record(payload: &[u8]) -> Result<(RegionKey, RowBatch)> {
             },
         ));
     }
-    let table = TableId(u32::from_le_bytes(
-        payload[0..4].try_into().expect("4 bytes"),
-    ));
-    let partition = i64::from_le_bytes(payload[4..12].try_into().expect("8 bytes"));
-    let bucket = u32::from_le_bytes(payload[12..16].try_into().expect("4 bytes"));
-    let batch = RowBatch::decode(&payload[16..])?;
-    Ok((
-        RegionKey {
-            table,
-            partition,
-            bucket,
-        },
-        batch,
-    ))
+    let le4 =
+        |r: std::ops::Range<usize>| u32::from_le_bytes(payload[r].try_into().expect("4 bytes"));
+    Ok(RegionKey {
+        table: TableId(le4(0..4)),
+        partition: i64::from_le_bytes(payload[4..12].try_into().expect("8 bytes")),
+        bucket: le4(12..16),
+    })
 }
 
-/// Applies one replayed record.
+/// Applies one replayed record. Its rows name series by key the first time the log mentions
+/// them and by id afterwards; ids resolve against the region index, which was persisted with
+/// the last flush and is rebuilt in log order from there.
 fn apply_record(shared: &Shared, seq: SeqNo, payload: &[u8]) -> Result<usize> {
     shared.observe_seq(seq);
-    let (key, batch) = decode_record(payload)?;
+    let key = record_region(payload)?;
     let Some(table) = shared.table_by_id(key.table) else {
         return Ok(0); // the table was dropped
     };
@@ -110,6 +108,10 @@ fn apply_record(shared: &Shared, seq: SeqNo, payload: &[u8]) -> Result<usize> {
     if seq.0 <= region.flushed_seq.load(Ordering::SeqCst) {
         return Ok(0);
     }
+    let batch = {
+        let index = region.index.read();
+        RowBatch::decode_keyed(&payload[16..], |id| index.key(SeriesId(id)))?
+    };
     let (rejected, field_map) = table.check(&batch, usize::MAX);
     if !rejected.is_empty() {
         tracing::warn!(
@@ -136,6 +138,7 @@ fn apply_record(shared: &Shared, seq: SeqNo, payload: &[u8]) -> Result<usize> {
         (sid, row.time.0, row.fields)
     });
     let added = region.apply(it, seq, &field_map);
+    region.logged.lock().extend(ids.iter().map(|s| s.0));
     shared.add_bytes(region.worker, added);
     Ok(kept.len())
 }

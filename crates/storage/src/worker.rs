@@ -45,12 +45,29 @@ pub(crate) enum Control {
     Shutdown(Sender<()>),
 }
 
-/// Encodes a WAL record: region address then the rows.
-pub(crate) fn encode_record(region: &Region, batch: &RowBatch, rows: &[u32], out: &mut Vec<u8>) {
+/// Encodes a WAL record: region address then the rows, naming a series by id when its key
+/// is already durable and by key otherwise.
+pub(crate) fn encode_record(
+    region: &Region,
+    batch: &RowBatch,
+    rows: &[u32],
+    ids: &[SeriesId],
+    out: &mut Vec<u8>,
+) {
     out.extend_from_slice(&region.key.table.0.to_le_bytes());
     out.extend_from_slice(&region.key.partition.to_le_bytes());
     out.extend_from_slice(&region.key.bucket.to_le_bytes());
-    batch.encode_rows(Some(rows), out);
+    let logged = region.logged.lock();
+    let next = std::cell::Cell::new(0usize);
+    batch.encode_rows_keyed(
+        Some(rows),
+        |_| {
+            let id = ids[next.get()];
+            next.set(next.get() + 1);
+            logged.contains(id.0).then_some(id.0)
+        },
+        out,
+    );
 }
 
 /// A region's rows of one request: row numbers, their series, the WAL sequence.
@@ -214,7 +231,7 @@ impl Worker {
             }
             let seq = self.shared.next_seq();
             self.scratch.clear();
-            encode_record(region, &job.batch, &kept, &mut self.scratch);
+            encode_record(region, &job.batch, &kept, &ids, &mut self.scratch);
             if let Err(e) = self.wal.append(seq, &self.scratch) {
                 let reason = format!("write-ahead log: {e}");
                 rejected.extend(kept.iter().map(|&r| RowRejection {
@@ -241,6 +258,8 @@ impl Worker {
                 (sid, row.time.0, row.fields)
             });
             let added = region.apply(it, *seq, &p.job.field_map);
+            // Committed: these keys are durable, later records may name them by id.
+            region.logged.lock().extend(ids.iter().map(|s| s.0));
             region.meter.lock().record(now);
             self.shared.add_bytes(self.id, added);
             self.last_applied = self.last_applied.max(*seq);

@@ -323,6 +323,7 @@ fn wal_disk_full_fails_writes_keeps_reads_and_recovers() {
     });
     let (mut io, _) = EngineIo::memory();
     io.wals = wals.clone();
+    let files = io.files.clone();
     let e = Engine::open(small_opts(), io).unwrap();
     write(&e, &[("a", 1, 1.0)]);
     for f in wals.faults.lock().iter() {
@@ -348,4 +349,13 @@ fn wal_disk_full_fails_writes_keeps_reads_and_recovers() {
     }
     write(&e, &[("c", 3, 3.0)]);
     assert_eq!(read_all(&e).len(), 2);
+    // The series of the failed write is written again: its key must be logged in full, since
+    // the record that first carried it was never committed.
+    write(&e, &[("b", 4, 4.0)]);
+    drop(e);
+    let (mut io, _) = EngineIo::memory();
+    io.wals = wals.clone();
+    io.files = files;
+    let e = Engine::open(small_opts(), io).unwrap();
+    assert_eq!(read_all(&e).len(), 3, "replayed from the WAL alone");
 }
