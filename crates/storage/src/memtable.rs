@@ -18,7 +18,7 @@ use arrow::array::{
     ArrayBuilder, ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, RecordBatch,
     StringBuilder, UInt32Array, UInt64Builder,
 };
-use arrow::compute::{SortColumn, lexsort_to_indices, take_record_batch};
+use arrow::compute::take_record_batch;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use tempora_model::{FieldType, FieldValue, SeqNo, SeriesId};
 
@@ -201,18 +201,15 @@ impl ActiveBuffer {
 /// rows equal in all three (one write naming the same point twice) keep their order, so the
 /// later one still wins when duplicates are merged.
 pub fn sort_by_series_time_seq(batch: &RecordBatch) -> RecordBatch {
-    let mut cols: Vec<SortColumn> = (0..3)
-        .map(|i| SortColumn {
-            values: batch.column(i).clone(),
-            options: None,
-        })
-        .collect();
-    cols.push(SortColumn {
-        values: Arc::new(UInt32Array::from_iter_values(0..batch.num_rows() as u32)),
-        options: None,
-    });
-    let idx = lexsort_to_indices(&cols, None).expect("sortable columns");
-    take_record_batch(batch, &idx).expect("indices in range")
+    use arrow::array::AsArray;
+    use arrow::datatypes::{Int64Type, UInt32Type, UInt64Type};
+    let s = batch.column(0).as_primitive::<UInt32Type>().values();
+    let t = batch.column(1).as_primitive::<Int64Type>().values();
+    let q = batch.column(2).as_primitive::<UInt64Type>().values();
+    let mut idx: Vec<u32> = (0..batch.num_rows() as u32).collect();
+    // A stable sort on plain integers: equal keys keep arrival order.
+    idx.sort_by_key(|&i| (s[i as usize], t[i as usize], q[i as usize]));
+    take_record_batch(batch, &UInt32Array::from(idx)).expect("indices in range")
 }
 
 /// An immutable part of a region's memtable, rows in arrival order.

@@ -7,7 +7,6 @@
 //! for the same (series, time) the newest write wins **field by field** (a later write that
 //! leaves a field null does not erase an earlier value).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, UInt32Array, new_null_array};
@@ -79,12 +78,16 @@ impl SortedRun {
         distinct.dedup();
         let mut keyed: Vec<(Bytes, u32)> = distinct.iter().map(|&id| (key_of(id), id)).collect();
         keyed.sort_unstable();
-        let rank_of: HashMap<u32, u32> = keyed
+        // Ids are dense per region, so a vector maps id → rank.
+        let mut rank_of = vec![u32::MAX; distinct.last().map_or(0, |&m| m as usize + 1)];
+        for (r, (_, id)) in keyed.iter().enumerate() {
+            rank_of[*id as usize] = r as u32;
+        }
+        let ranks: UInt32Array = ids
+            .values()
             .iter()
-            .enumerate()
-            .map(|(r, (_, id))| (*id, r as u32))
+            .map(|&id| rank_of[id as usize])
             .collect();
-        let ranks: UInt32Array = ids.values().iter().map(|id| rank_of[id]).collect();
         let keys: Vec<Bytes> = keyed.into_iter().map(|(k, _)| k).collect();
         let aligned = align(batch, Arc::new(ranks), fields)?;
         Ok(sort_dedup(Arc::new(keys), aligned))
