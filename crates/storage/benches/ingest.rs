@@ -49,13 +49,13 @@ fn main() {
     let base =
         std::env::var("DATA_DIR").unwrap_or_else(|_| std::env::temp_dir().display().to_string());
     let dir = tempfile::tempdir_in(base).unwrap();
-    let engine = Arc::new(
-        Engine::open(
-            EngineOptions::default(),
-            EngineIo::local(dir.path()).unwrap(),
-        )
-        .unwrap(),
-    );
+    let flush_mb = env("FLUSH_MB", 512);
+    let opts = EngineOptions {
+        flush_threshold_bytes: flush_mb << 20,
+        write_stall_bytes: (2 * flush_mb).max(1024) << 20,
+        ..EngineOptions::default()
+    };
+    let engine = Arc::new(Engine::open(opts, EngineIo::local(dir.path()).unwrap()).unwrap());
 
     // Pre-generate batches so the generator is not measured.
     let mut gen_ = tsbs::Gen::new(hosts, 42);
