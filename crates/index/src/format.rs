@@ -59,6 +59,21 @@ impl SeriesIndex {
         out
     }
 
+    /// The series count an encoded index declares in its header (`HEADER_LEN` bytes suffice),
+    /// after checking the magic number and version. The body is not verified here.
+    pub fn peek_series_count(header: &[u8]) -> Result<usize, IndexError> {
+        if header.len() < HEADER_LEN {
+            return Err(corrupt(header.len(), "truncated header"));
+        }
+        if header[..4] != INDEX_MAGIC[..] {
+            return Err(IndexError::BadMagic {
+                offset: 0,
+                found: u32::from_be_bytes([header[0], header[1], header[2], header[3]]),
+            });
+        }
+        Ok(u32_at(header, 8) as usize)
+    }
+
     /// Deserializes an index written by [`SeriesIndex::encode`]. Torn, truncated or corrupt
     /// input is an error naming the byte offset; it never panics, and allocation is bounded by
     /// the input size.

@@ -136,6 +136,7 @@ pub(crate) struct Shared {
     pub metrics: Metrics,
     /// Held while a compaction runs, so two never touch the same files.
     pub compaction_lock: Mutex<()>,
+    pub index_cache: Arc<crate::index_cache::IndexCache>,
 }
 
 /// Interval assumed for a source never measured (1 s).
@@ -227,12 +228,32 @@ impl Shared {
             partition,
             bucket,
         };
-        let limits = IndexLimits {
-            max_series: self.opts.max_series_per_region,
-        };
-        let r = Arc::new(Region::new(key, worker, interval, SeriesIndex::new(limits)));
+        let index = SeriesIndex::new(self.index_limits());
+        let r = Arc::new(Region::new(
+            key,
+            worker,
+            interval,
+            Some(index),
+            None,
+            self.region_io(),
+        ));
         regions.insert((partition, bucket), r.clone());
         r
+    }
+
+    pub fn index_limits(&self) -> IndexLimits {
+        IndexLimits {
+            max_series: self.opts.max_series_per_region,
+        }
+    }
+
+    /// What a region needs to load and evict its index.
+    pub fn region_io(&self) -> (FileStore, Arc<crate::index_cache::IndexCache>, IndexLimits) {
+        (
+            self.store.clone(),
+            self.index_cache.clone(),
+            self.index_limits(),
+        )
     }
 
     /// Oldest timestamp a table still accepts, by its retention.
@@ -297,6 +318,7 @@ impl Engine {
                 "removed files left by an interrupted flush or compaction"
             );
         }
+        let opts_cache_bytes = opts.index_cache_bytes;
         let shared = Arc::new(Shared {
             worker_bytes: (0..opts.workers).map(|_| AtomicUsize::new(0)).collect(),
             balancer: Mutex::new(FrequencyBalancer::new(opts.workers)),
@@ -310,6 +332,7 @@ impl Engine {
             memory_freed: (Mutex::new(()), Condvar::new()),
             metrics: Metrics::default(),
             compaction_lock: Mutex::new(()),
+            index_cache: crate::index_cache::IndexCache::new(opts_cache_bytes),
         });
         crate::replay::load_manifest_state(&shared)?;
         let wals = crate::replay::replay_wals(&shared, io.wals.as_ref())?;
@@ -512,6 +535,12 @@ impl Engine {
 
     pub fn metrics(&self) -> &Metrics {
         &self.shared.metrics
+    }
+
+    /// Series cache: (index loads from files, evictions, bytes of loaded indexes tracked).
+    pub fn index_cache_stats(&self) -> (u64, u64, usize) {
+        let c = &self.shared.index_cache;
+        (c.loads.get(), c.evictions.get(), c.weight())
     }
 
     /// Memtable bytes held now.

@@ -72,14 +72,15 @@ pub(crate) fn run_flush(shared: &Shared, job: &FlushJob) -> Result<()> {
     let mut superseded = Vec::new();
     let result = (|| -> Result<()> {
         for (table, region, parts) in &job.regions {
-            let (meta, index_path) = flush_region(shared, table, region, parts, &mut written)?;
+            let (meta, index_path, series) =
+                flush_region(shared, table, region, parts, &mut written)?;
             edits.push(Edit::Flush {
                 region: region.key,
                 files: vec![meta.clone()],
                 flushed_seq: job.flush_seq.0,
-                index_path,
+                index_path: Some(index_path.clone()),
             });
-            installs.push((region.clone(), parts.clone(), meta));
+            installs.push((region.clone(), parts.clone(), meta, (index_path, series)));
             tables.insert(table.name.clone(), table.clone());
         }
         for (name, t) in &tables {
@@ -110,7 +111,8 @@ pub(crate) fn run_flush(shared: &Shared, job: &FlushJob) -> Result<()> {
         }
         return Err(e);
     }
-    for (region, parts, meta) in installs {
+    for (region, parts, meta, (index_path, series)) in installs {
+        region.set_persisted(index_path, series);
         region
             .files
             .write()
@@ -130,17 +132,18 @@ pub(crate) fn run_flush(shared: &Shared, job: &FlushJob) -> Result<()> {
     Ok(())
 }
 
-/// Writes one region's parts as a data file (and its index when it grew).
+/// Writes one region's parts as a data file and the region's index beside it; returns the
+/// file, the index path and how many series the index holds.
 fn flush_region(
     shared: &Shared,
     table: &Table,
-    region: &Region,
+    region: &Arc<Region>,
     parts: &[Arc<FrozenPart>],
     written: &mut Vec<String>,
-) -> Result<(FileMeta, Option<String>)> {
+) -> Result<(FileMeta, String, usize)> {
     let fields = table.fields();
     let (runs, index_bytes) = {
-        let index = region.index.read();
+        let index = region.index_read()?;
         let key_of = |id: u32| {
             Bytes::copy_from_slice(
                 index
@@ -152,8 +155,9 @@ fn flush_region(
             .iter()
             .map(|p| SortedRun::from_series_batch(&p.batch, &fields, key_of))
             .collect::<Result<_>>()?;
-        (runs, Bytes::from(index.encode()))
+        (runs, (Bytes::from(index.encode()), index.len()))
     };
+    let (index_bytes, series) = index_bytes;
     let run = merge_runs(&runs, &fields)?;
     let opts = SstWriteOptions {
         row_group_rows: shared.opts.row_group_rows,
@@ -176,5 +180,5 @@ fn flush_region(
         max_time: stats.max_time,
         max_seq: stats.max_seq,
     };
-    Ok((meta, Some(index_path)))
+    Ok((meta, index_path, series))
 }

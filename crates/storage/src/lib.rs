@@ -21,6 +21,7 @@ mod compaction;
 mod engine;
 pub mod error;
 mod flush;
+pub mod index_cache;
 pub mod lvc;
 mod maintenance;
 pub mod manifest;

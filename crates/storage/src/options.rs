@@ -49,6 +49,9 @@ pub struct EngineOptions {
     pub replay_threads: usize,
     /// How often the maintenance thread runs retention and compaction.
     pub maintenance_interval: Duration,
+    /// Memory for loaded region indexes; clean indexes of cold regions past it are evicted
+    /// and reloaded from their files on demand (the series cache).
+    pub index_cache_bytes: usize,
 }
 
 pub const HOUR_NS: i64 = 3_600_000_000_000;
@@ -78,6 +81,7 @@ impl Default for EngineOptions {
             manifest_checkpoint_every: 64,
             replay_threads: 2,
             maintenance_interval: Duration::from_secs(60),
+            index_cache_bytes: 1 << 30,
         }
     }
 }

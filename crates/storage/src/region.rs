@@ -10,12 +10,16 @@
 //!   its [`FileHandle`] is dropped.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
-use parking_lot::{Mutex, RwLock};
-use tempora_index::SeriesIndex;
+use parking_lot::{
+    MappedRwLockReadGuard, MappedRwLockWriteGuard, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard,
+};
+use tempora_index::{IndexLimits, SeriesIndex};
 use tempora_model::{FieldType, FieldValue, SeqNo, SeriesId};
 
+use crate::error::Result;
+use crate::index_cache::IndexCache;
 use crate::lvc::LastValues;
 use crate::manifest::{FileMeta, RegionKey};
 use crate::memtable::{ActiveBuffer, FrozenPart};
@@ -61,12 +65,24 @@ pub struct RegionSnapshot {
     pub files: Vec<Arc<FileHandle>>,
 }
 
+/// A region's series index: loaded, or evicted to its persisted file.
+pub struct IndexSlot {
+    loaded: Option<SeriesIndex>,
+    /// The index file the manifest names and how many series it holds.
+    persisted: Option<(String, usize)>,
+}
+
 pub struct Region {
     pub key: RegionKey,
     pub worker: usize,
     /// Measured write interval of the source that placement used for this region.
     pub placed_interval_ns: f64,
-    pub index: RwLock<SeriesIndex>,
+    index: RwLock<IndexSlot>,
+    store: FileStore,
+    cache: Arc<IndexCache>,
+    limits: IndexLimits,
+    /// Series ids below this are in a persisted index the manifest names.
+    pub durable_prefix: AtomicU32,
     pub active: Mutex<ActiveBuffer>,
     pub frozen: RwLock<Vec<Arc<FrozenPart>>>,
     pub files: RwLock<Vec<Arc<FileHandle>>>,
@@ -86,12 +102,32 @@ pub struct Region {
 }
 
 impl Region {
-    pub fn new(key: RegionKey, worker: usize, placed_interval_ns: f64, index: SeriesIndex) -> Self {
+    /// A region whose index is `index` (new, or persisted at `persisted` and not yet loaded).
+    pub fn new(
+        key: RegionKey,
+        worker: usize,
+        placed_interval_ns: f64,
+        index: Option<SeriesIndex>,
+        persisted: Option<(String, usize)>,
+        io: (FileStore, Arc<IndexCache>, IndexLimits),
+    ) -> Self {
+        assert!(
+            index.is_some() || persisted.is_some(),
+            "an index or its file"
+        );
+        let durable = persisted.as_ref().map_or(0, |p| p.1 as u32);
         Self {
             key,
             worker,
             placed_interval_ns,
-            index: RwLock::new(index),
+            index: RwLock::new(IndexSlot {
+                loaded: index,
+                persisted,
+            }),
+            store: io.0,
+            cache: io.1,
+            limits: io.2,
+            durable_prefix: AtomicU32::new(durable),
             active: Mutex::new(ActiveBuffer::default()),
             frozen: RwLock::new(Vec::new()),
             files: RwLock::new(Vec::new()),
@@ -141,6 +177,81 @@ impl Region {
             frozen: self.frozen.read().clone(),
             files: self.files.read().clone(),
         }
+    }
+
+    /// Loads the index from its file if it was evicted.
+    fn ensure_loaded(&self) -> Result<()> {
+        if self.index.read().loaded.is_some() {
+            return Ok(());
+        }
+        let mut slot = self.index.write();
+        if slot.loaded.is_none() {
+            let (path, _) = slot.persisted.clone().expect("an evicted index has a file");
+            let index = SeriesIndex::decode(&self.store.get(&path)?, self.limits)?;
+            self.durable_prefix
+                .fetch_max(index.len() as u32, Ordering::SeqCst);
+            slot.loaded = Some(index);
+            self.cache.loads.inc();
+        }
+        Ok(())
+    }
+
+    /// The series index, loaded on demand and marked as used in the series cache.
+    pub fn index_read(self: &Arc<Self>) -> Result<MappedRwLockReadGuard<'_, SeriesIndex>> {
+        self.ensure_loaded()?;
+        let bytes = self
+            .index
+            .read()
+            .loaded
+            .as_ref()
+            .map_or(0, |i| i.memory_bytes());
+        self.cache.touch(self, bytes);
+        loop {
+            let g = self.index.read();
+            if g.loaded.is_some() {
+                return Ok(RwLockReadGuard::map(g, |s| {
+                    s.loaded.as_ref().expect("checked")
+                }));
+            }
+            drop(g);
+            self.ensure_loaded()?;
+        }
+    }
+
+    /// The series index for writing (worker, replay, cache fill).
+    pub fn index_write(self: &Arc<Self>) -> Result<MappedRwLockWriteGuard<'_, SeriesIndex>> {
+        loop {
+            self.index_read().map(drop)?; // loads and marks as used
+            let g = self.index.write();
+            if g.loaded.is_some() {
+                return Ok(RwLockWriteGuard::map(g, |s| {
+                    s.loaded.as_mut().expect("checked")
+                }));
+            }
+        }
+    }
+
+    /// Records that the manifest now names `path`, holding the first `len` series.
+    pub fn set_persisted(&self, path: String, len: usize) {
+        self.index.write().persisted = Some((path, len));
+        self.durable_prefix.fetch_max(len as u32, Ordering::SeqCst);
+    }
+
+    /// Drops the loaded index if it is clean (persisted in full, memtable empty).
+    pub fn try_evict_index(&self) -> bool {
+        let Some(mut slot) = self.index.try_write() else {
+            return false;
+        };
+        let clean = match (&slot.loaded, &slot.persisted) {
+            (Some(i), Some((_, n))) => i.len() == *n,
+            _ => false,
+        };
+        let empty = self.active.try_lock().is_some_and(|a| a.is_empty())
+            && self.frozen.try_read().is_some_and(|f| f.is_empty());
+        if clean && empty {
+            slot.loaded = None;
+        }
+        clean && empty
     }
 
     /// Removes the given frozen parts (after they were flushed); returns the bytes released.

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crossbeam::channel::bounded;
 use parking_lot::Mutex;
 
-use tempora_index::{IndexLimits, SeriesIndex};
+use tempora_index::SeriesIndex;
 use tempora_model::{RowBatch, SeqNo, SeriesId, TableId};
 use tempora_wal::Wal;
 
@@ -25,9 +25,6 @@ use crate::worker::resolve_series;
 /// Builds tables and regions (with files and persisted indexes) from the manifest.
 pub(crate) fn load_manifest_state(shared: &Shared) -> Result<()> {
     let state = shared.manifest.lock().state().clone();
-    let limits = IndexLimits {
-        max_series: shared.opts.max_series_per_region,
-    };
     let mut max_seq = 0;
     let mut tables = shared.tables.write();
     for (name, meta) in &state.tables {
@@ -40,16 +37,22 @@ pub(crate) fn load_manifest_state(shared: &Shared) -> Result<()> {
         let Some(table) = tables.values().find(|t| t.id == r.key.table) else {
             continue;
         };
-        let index = match &r.index_path {
-            Some(p) => SeriesIndex::decode(&shared.store.get(p)?, limits)?,
-            None => SeriesIndex::new(limits),
+        // The index stays on disk until first used; its header says how many series it holds.
+        let (index, persisted) = match &r.index_path {
+            Some(p) => {
+                let head = shared
+                    .store
+                    .get_range(p, 0..tempora_index::HEADER_LEN as u64)?;
+                (
+                    None,
+                    Some((p.clone(), SeriesIndex::peek_series_count(&head)?)),
+                )
+            }
+            None => (Some(SeriesIndex::new(shared.index_limits())), None),
         };
         let worker = shared.balancer.lock().assign(1e9);
-        let region = Region::new(r.key, worker, 1e9, index);
+        let region = Region::new(r.key, worker, 1e9, index, persisted, shared.region_io());
         region.flushed_seq.store(r.flushed_seq, Ordering::SeqCst);
-        // Every series of a persisted index is durable: later records may name it by id.
-        let n = region.index.read().len() as u32;
-        region.logged.lock().insert_range(0..n);
         region
             .lvc_from_files
             .store(r.files.is_empty(), Ordering::SeqCst);
@@ -109,7 +112,7 @@ fn apply_record(shared: &Shared, seq: SeqNo, payload: &[u8]) -> Result<usize> {
         return Ok(0);
     }
     let batch = {
-        let index = region.index.read();
+        let index = region.index_read()?;
         RowBatch::decode_keyed(&payload[16..], |id| index.key(SeriesId(id)))?
     };
     let (rejected, field_map) = table.check(&batch, usize::MAX);

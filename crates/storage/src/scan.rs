@@ -94,11 +94,11 @@ fn selected_fields(
 }
 
 /// Series of a region the matcher selects (`None` = all).
-fn select(region: &Region, m: &Matcher) -> Option<RoaringBitmap> {
-    match m {
+fn select(region: &Arc<Region>, m: &Matcher) -> Result<Option<RoaringBitmap>> {
+    Ok(match m {
         Matcher::All => None,
-        m => Some(region.index.read().select(m)),
-    }
+        m => Some(region.index_read()?.select(m)),
+    })
 }
 
 fn overlaps(shared: &Shared, region: &Region, time: Option<(i64, i64)>) -> bool {
@@ -159,9 +159,9 @@ impl Engine {
         let mut runs = Vec::new();
         for region in regions {
             ensure_lvc(&self.shared, &table, &region)?;
-            let ids = select(&region, matcher);
+            let ids = select(&region, matcher)?;
             let snap = region.lvc.read().snapshot(ids.as_ref(), &fields);
-            let index = region.index.read();
+            let index = region.index_read()?;
             let series = snap.column(0).as_primitive::<UInt32Type>();
             let keep: BooleanArray = series
                 .values()
@@ -203,7 +203,7 @@ fn with_seq(b: &RecordBatch) -> Result<RecordBatch> {
 }
 
 /// Fills a region's last-value cache from its files once after a restart.
-fn ensure_lvc(shared: &Shared, table: &Table, region: &Region) -> Result<()> {
+fn ensure_lvc(shared: &Shared, table: &Table, region: &Arc<Region>) -> Result<()> {
     if region.lvc_from_files.load(Ordering::SeqCst) {
         return Ok(());
     }
@@ -228,7 +228,7 @@ fn ensure_lvc(shared: &Shared, table: &Table, region: &Region) -> Result<()> {
         .enumerate()
         .map(|(i, (_, t))| (i, *t))
         .collect();
-    let mut index = region.index.write();
+    let mut index = region.index_write()?;
     let mut lvc = region.lvc.write();
     let ranks = run.ranks();
     for i in 0..run.num_rows() {
@@ -250,18 +250,18 @@ fn ensure_lvc(shared: &Shared, table: &Table, region: &Region) -> Result<()> {
 
 fn scan_region(
     shared: &Shared,
-    region: &Region,
+    region: &Arc<Region>,
     names: &[String],
     fields: &[(String, FieldType)],
     req: &ScanRequest,
 ) -> Result<SortedRun> {
-    let ids = select(region, &req.matcher);
+    let ids = select(region, &req.matcher)?;
     if ids.as_ref().is_some_and(|b| b.is_empty()) {
         return Ok(SortedRun::empty(fields));
     }
     let snap = region.snapshot(names);
     let (keys, mut runs) = {
-        let index = region.index.read();
+        let index = region.index_read()?;
         let keys: Option<Arc<Vec<Bytes>>> = ids.as_ref().map(|b| {
             let mut k: Vec<Bytes> = b
                 .iter()

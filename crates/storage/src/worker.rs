@@ -58,13 +58,16 @@ pub(crate) fn encode_record(
     out.extend_from_slice(&region.key.partition.to_le_bytes());
     out.extend_from_slice(&region.key.bucket.to_le_bytes());
     let logged = region.logged.lock();
+    let durable = region
+        .durable_prefix
+        .load(std::sync::atomic::Ordering::SeqCst);
     let next = std::cell::Cell::new(0usize);
     batch.encode_rows_keyed(
         Some(rows),
         |_| {
             let id = ids[next.get()];
             next.set(next.get() + 1);
-            logged.contains(id.0).then_some(id.0)
+            (logged.contains(id.0) || id.0 < durable).then_some(id.0)
         },
         out,
     );
@@ -273,14 +276,24 @@ impl Worker {
 
 /// Looks up or creates each row's series; rows the index refuses are rejected.
 pub(crate) fn resolve_series(
-    region: &Region,
+    region: &Arc<Region>,
     batch: &RowBatch,
     rows: &[u32],
     rejected: &mut Vec<RowRejection>,
 ) -> (Vec<u32>, Vec<SeriesId>) {
     let mut kept = Vec::with_capacity(rows.len());
     let mut ids = Vec::with_capacity(rows.len());
-    let mut index = region.index.write();
+    let mut index = match region.index_write() {
+        Ok(i) => i,
+        Err(e) => {
+            let reason = format!("series index of the region could not be loaded: {e}");
+            rejected.extend(rows.iter().map(|&r| RowRejection {
+                row: r as usize,
+                reason: reason.clone(),
+            }));
+            return (Vec::new(), Vec::new());
+        }
+    };
     for &r in rows {
         match index.get_or_insert(batch.row(r as usize).key) {
             Ok((id, _)) => {

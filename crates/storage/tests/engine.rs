@@ -359,3 +359,51 @@ fn wal_disk_full_fails_writes_keeps_reads_and_recovers() {
     let e = Engine::open(small_opts(), io).unwrap();
     assert_eq!(read_all(&e).len(), 3, "replayed from the WAL alone");
 }
+
+#[test]
+fn cold_region_indexes_are_evicted_and_reloaded_on_demand() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = || tempora_storage::EngineOptions {
+        index_cache_bytes: 1,
+        ..small_opts()
+    };
+    let day = 24 * 3600 * SEC;
+    let e = Engine::open(opts(), EngineIo::local(dir.path()).unwrap()).unwrap();
+    for d in 0..4 {
+        let rows: Vec<(String, i64, f64)> = (0..20)
+            .map(|i| (format!("h{i}"), d * day + i, d as f64))
+            .collect();
+        let refs: Vec<(&str, i64, f64)> =
+            rows.iter().map(|(h, t, v)| (h.as_str(), *t, *v)).collect();
+        write(&e, &refs);
+        e.flush().unwrap();
+    }
+    let by_tag = |e: &Engine| {
+        let req = ScanRequest {
+            matcher: Matcher::In("host".into(), vec!["h3".into(), "h7".into()]),
+            ..ScanRequest::default()
+        };
+        e.scan("cpu", &req)
+            .unwrap()
+            .iter()
+            .map(|b| b.num_rows())
+            .sum::<usize>()
+    };
+    assert_eq!(by_tag(&e), 8);
+    let (_, evictions, _) = e.index_cache_stats();
+    assert!(evictions > 0, "a 1-byte budget evicts clean indexes");
+    assert_eq!(by_tag(&e), 8, "evicted indexes reload");
+    assert!(
+        e.index_cache_stats().0 > 0,
+        "indexes were loaded from files"
+    );
+    // Writing to an evicted region reloads its index and keeps series ids stable.
+    write(&e, &[("h3", 5, 9.0)]);
+    drop(e);
+    let e = Engine::open(opts(), EngineIo::local(dir.path()).unwrap()).unwrap();
+    // At start only the index of the region the replayed WAL record names is loaded; the
+    // other seven stay on disk until used.
+    assert_eq!(e.index_cache_stats().0, 1);
+    assert_eq!(by_tag(&e), 9);
+    assert_eq!(read_all(&e).len(), 81);
+}

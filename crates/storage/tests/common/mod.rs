@@ -18,6 +18,8 @@ pub fn small_opts() -> EngineOptions {
         flush_threshold_bytes: 1 << 20,
         write_stall_bytes: 4 << 20,
         compaction_trigger_files: 2,
+        // Small enough that clean region indexes are evicted and reloaded during tests.
+        index_cache_bytes: 16 << 10,
         maintenance_interval: std::time::Duration::from_secs(3600),
         ..EngineOptions::default()
     }
