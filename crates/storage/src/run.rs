@@ -115,6 +115,12 @@ fn align(
 
 /// Merges runs into one sorted, deduplicated run with the given fields.
 pub fn merge_runs(runs: &[SortedRun], fields: &[(String, FieldType)]) -> Result<SortedRun> {
+    // A single run is already sorted and deduplicated: only its columns may need aligning.
+    if let [run] = runs
+        && run.batch.schema() == run_schema(fields)
+    {
+        return Ok(run.clone());
+    }
     let mut all: Vec<Bytes> = runs.iter().flat_map(|r| r.keys.iter().cloned()).collect();
     all.sort_unstable();
     all.dedup();
