@@ -256,6 +256,19 @@ impl Shared {
         )
     }
 
+    /// Moves a region to worker `w` with its memtable bytes (start-up only).
+    pub fn move_region(&self, region: &Region, w: usize) {
+        let old = region.worker();
+        let bytes = region.active.lock().bytes()
+            + region.frozen.read().iter().map(|p| p.bytes).sum::<usize>();
+        self.sub_bytes(old, bytes);
+        self.add_bytes(w, bytes);
+        let mut b = self.balancer.lock();
+        b.unbind(old, region.placed_interval_ns);
+        b.bind(w, region.placed_interval_ns);
+        region.set_worker(w);
+    }
+
     /// Oldest timestamp a table still accepts, by its retention.
     pub fn retention_cutoff(&self, table: &Table) -> Option<i64> {
         table
@@ -335,8 +348,15 @@ impl Engine {
             index_cache: crate::index_cache::IndexCache::new(opts_cache_bytes),
         });
         crate::replay::load_manifest_state(&shared)?;
-        let wals = crate::replay::replay_wals(&shared, io.wals.as_ref())?;
-        Ok(Self::start(shared, wals))
+        let (wals, replayed) = crate::replay::replay_wals(&shared, io.wals.as_ref())?;
+        let engine = Self::start(shared, wals);
+        if replayed {
+            // Replayed rows are flushed in the background while writes are accepted.
+            for c in &engine.ctl_txs {
+                let _ = c.send(Control::Flush(None));
+            }
+        }
+        Ok(engine)
     }
 
     fn start(shared: Arc<Shared>, mut wals: Vec<Wal>) -> Engine {
@@ -482,7 +502,7 @@ impl Engine {
         regions.sort_by_key(|(k, _)| *k);
         for ((p, b), rows) in regions {
             let region = self.shared.region_or_create(table, p, b);
-            per_worker[region.worker].push((region, rows));
+            per_worker[region.worker()].push((region, rows));
         }
         per_worker
     }

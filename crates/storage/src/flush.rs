@@ -45,7 +45,7 @@ pub(crate) fn collect_flush_job(
     for table in shared.all_tables() {
         let names = table.field_names();
         for region in table.all_regions() {
-            if region.worker != worker {
+            if region.worker() != worker {
                 continue;
             }
             region.freeze(&names);
@@ -121,7 +121,7 @@ pub(crate) fn run_flush(shared: &Shared, job: &FlushJob) -> Result<()> {
             .flushed_seq
             .fetch_max(job.flush_seq.0, std::sync::atomic::Ordering::SeqCst);
         let bytes = region.release_parts(&parts);
-        shared.sub_bytes(region.worker, bytes);
+        shared.sub_bytes(region.worker(), bytes);
     }
     for path in superseded {
         if let Err(e) = shared.store.delete(&path) {

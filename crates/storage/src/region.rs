@@ -10,7 +10,7 @@
 //!   its [`FileHandle`] is dropped.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::{
     MappedRwLockReadGuard, MappedRwLockWriteGuard, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard,
@@ -74,7 +74,9 @@ pub struct IndexSlot {
 
 pub struct Region {
     pub key: RegionKey,
-    pub worker: usize,
+    /// The worker that owns the region. Fixed while the engine runs; start-up may move a
+    /// region to the worker whose WAL holds its unflushed records.
+    worker: AtomicUsize,
     /// Measured write interval of the source that placement used for this region.
     pub placed_interval_ns: f64,
     index: RwLock<IndexSlot>,
@@ -118,7 +120,7 @@ impl Region {
         let durable = persisted.as_ref().map_or(0, |p| p.1 as u32);
         Self {
             key,
-            worker,
+            worker: AtomicUsize::new(worker),
             placed_interval_ns,
             index: RwLock::new(IndexSlot {
                 loaded: index,
@@ -177,6 +179,15 @@ impl Region {
             frozen: self.frozen.read().clone(),
             files: self.files.read().clone(),
         }
+    }
+
+    pub fn worker(&self) -> usize {
+        self.worker.load(Ordering::SeqCst)
+    }
+
+    /// Moves the region to another worker; only before workers start.
+    pub(crate) fn set_worker(&self, w: usize) {
+        self.worker.store(w, Ordering::SeqCst);
     }
 
     /// Loads the index from its file if it was evicted.

@@ -95,7 +95,7 @@ fn record_region(payload: &[u8]) -> Result<RegionKey> {
 /// Applies one replayed record. Its rows name series by key the first time the log mentions
 /// them and by id afterwards; ids resolve against the region index, which was persisted with
 /// the last flush and is rebuilt in log order from there.
-fn apply_record(shared: &Shared, seq: SeqNo, payload: &[u8]) -> Result<usize> {
+fn apply_record(shared: &Shared, seq: SeqNo, payload: &[u8], pin: Option<usize>) -> Result<usize> {
     shared.observe_seq(seq);
     let key = record_region(payload)?;
     let Some(table) = shared.table_by_id(key.table) else {
@@ -110,6 +110,11 @@ fn apply_record(shared: &Shared, seq: SeqNo, payload: &[u8]) -> Result<usize> {
     let region = shared.region_or_create(&table, key.partition, key.bucket);
     if seq.0 <= region.flushed_seq.load(Ordering::SeqCst) {
         return Ok(0);
+    }
+    if let Some(w) = pin
+        && region.worker() != w
+    {
+        shared.move_region(&region, w);
     }
     let batch = {
         let index = region.index_read()?;
@@ -142,29 +147,42 @@ fn apply_record(shared: &Shared, seq: SeqNo, payload: &[u8]) -> Result<usize> {
     });
     let added = region.apply(it, seq, &field_map);
     region.logged.lock().extend(ids.iter().map(|s| s.0));
-    shared.add_bytes(region.worker, added);
+    shared.add_bytes(region.worker(), added);
     Ok(kept.len())
 }
 
+/// Rows replayed: in all, and from logs of workers that no longer exist.
+struct Replayed {
+    rows: AtomicUsize,
+    foreign_rows: AtomicUsize,
+}
+
 /// Applies replayed records on `threads` threads. A record goes to the thread its region
-/// hashes to, so each region's records are applied in log order by one thread.
-fn apply_parallel(shared: &Shared, wals: Vec<Wal>, threads: usize) -> Result<(Vec<Wal>, usize)> {
+/// hashes to, so each region's records are applied in log order by one thread. A region with
+/// records in worker `w`'s log is moved to worker `w`, so that worker's flushes cover them.
+fn apply_parallel(shared: &Shared, wals: &[(usize, Wal)], threads: usize) -> Result<Replayed> {
     let threads = threads.max(1);
-    let rows = AtomicUsize::new(0);
+    let done = Replayed {
+        rows: AtomicUsize::new(0),
+        foreign_rows: AtomicUsize::new(0),
+    };
     let failed: Mutex<Option<StorageError>> = Mutex::new(None);
     // Payload buffers are recycled: records are large and fresh allocations fault in pages.
     let (spare_tx, spare_rx) = bounded::<Vec<u8>>(threads * 1100);
-    let result = std::thread::scope(|scope| -> Result<Vec<Wal>> {
+    std::thread::scope(|scope| -> Result<()> {
         let mut senders = Vec::new();
         for _ in 0..threads {
-            let (tx, rx) = bounded::<(SeqNo, Vec<u8>)>(1024);
+            let (tx, rx) = bounded::<(SeqNo, Vec<u8>, Option<usize>)>(1024);
             senders.push(tx);
-            let (rows, failed, spare) = (&rows, &failed, spare_tx.clone());
+            let (done, failed, spare) = (&done, &failed, spare_tx.clone());
             scope.spawn(move || {
-                for (seq, payload) in rx {
-                    match apply_record(shared, seq, &payload) {
+                for (seq, payload, pin) in rx {
+                    match apply_record(shared, seq, &payload, pin) {
                         Ok(n) => {
-                            rows.fetch_add(n, Ordering::Relaxed);
+                            done.rows.fetch_add(n, Ordering::Relaxed);
+                            if pin.is_none() {
+                                done.foreign_rows.fetch_add(n, Ordering::Relaxed);
+                            }
                             let _ = spare.try_send(payload);
                         }
                         Err(e) => {
@@ -175,7 +193,8 @@ fn apply_parallel(shared: &Shared, wals: Vec<Wal>, threads: usize) -> Result<(Ve
                 }
             });
         }
-        for wal in &wals {
+        for (id, wal) in wals {
+            let pin = (*id < shared.opts.workers).then_some(*id);
             wal.replay(SeqNo(0), threads, |seq, payload| -> Result<()> {
                 if let Some(e) = failed.lock().as_ref() {
                     return Err(e.replicate());
@@ -185,57 +204,62 @@ fn apply_parallel(shared: &Shared, wals: Vec<Wal>, threads: usize) -> Result<(Ve
                 let mut buf = spare_rx.try_recv().unwrap_or_default();
                 buf.clear();
                 buf.extend_from_slice(payload);
-                tx.send((seq, buf)).map_err(|_| StorageError::ShutDown)
+                tx.send((seq, buf, pin)).map_err(|_| StorageError::ShutDown)
             })?;
         }
-        drop(senders);
-        Ok(wals)
-    });
+        Ok(())
+    })?;
     if let Some(e) = failed.into_inner() {
         return Err(e);
     }
-    Ok((result?, rows.into_inner()))
+    Ok(done)
 }
 
-/// Replays every WAL, flushes what was replayed, and returns one open WAL per worker.
-pub(crate) fn replay_wals(shared: &Arc<Shared>, wals: &dyn WalFactory) -> Result<Vec<Wal>> {
+/// Replays every WAL and returns one open WAL per worker, plus whether replayed rows wait in
+/// memtables (the caller lets the workers flush them in the background, Lindorm §7).
+///
+/// Rows from the log of a worker that no longer exists (fewer workers than last run) are
+/// flushed here, synchronously, and every log is truncated, since no worker owns that log.
+pub(crate) fn replay_wals(shared: &Arc<Shared>, wals: &dyn WalFactory) -> Result<(Vec<Wal>, bool)> {
     let mut ids = wals.existing()?;
     ids.extend(0..shared.opts.workers);
     ids.sort_unstable();
     ids.dedup();
     let mut opened = Vec::new();
     for &id in &ids {
-        opened.push(Wal::open(wals.store(id)?, wal_options(&shared.opts))?);
+        opened.push((id, Wal::open(wals.store(id)?, wal_options(&shared.opts))?));
     }
-    let (opened, rows) = apply_parallel(shared, opened, shared.opts.replay_threads)?;
-    if rows > 0 {
-        tracing::info!(
-            rows,
-            "replayed rows from the write-ahead logs; flushing them"
-        );
-        let flush_seq = SeqNo(shared.seq_now());
-        std::thread::scope(|scope| -> Result<()> {
-            let jobs: Vec<_> = (0..shared.opts.workers)
-                .map(|w| {
-                    let job = collect_flush_job(shared, w, flush_seq, Vec::new());
-                    scope.spawn(move || run_flush(shared, &job))
-                })
-                .collect();
-            for j in jobs {
-                j.join().expect("flush thread panicked")?;
-            }
-            Ok(())
-        })?;
-    }
-    let last = SeqNo(shared.seq_now());
-    let mut mine = Vec::new();
-    for (id, mut wal) in ids.into_iter().zip(opened) {
-        if rows > 0 {
+    let done = apply_parallel(shared, &opened, shared.opts.replay_threads)?;
+    let (rows, foreign) = (done.rows.into_inner(), done.foreign_rows.into_inner());
+    tracing::info!(rows, "replayed rows from the write-ahead logs");
+    if foreign > 0 {
+        flush_all(shared)?;
+        let last = SeqNo(shared.seq_now());
+        for (_, wal) in &mut opened {
             wal.truncate_before(last.next())?;
         }
-        if id < shared.opts.workers {
-            mine.push(wal);
-        }
     }
-    Ok(mine)
+    let mine = opened
+        .into_iter()
+        .filter(|(id, _)| *id < shared.opts.workers)
+        .map(|(_, w)| w)
+        .collect();
+    Ok((mine, rows > 0 && foreign == 0))
+}
+
+/// Flushes every region on the calling threads (one per worker).
+fn flush_all(shared: &Shared) -> Result<()> {
+    let flush_seq = SeqNo(shared.seq_now());
+    std::thread::scope(|scope| -> Result<()> {
+        let jobs: Vec<_> = (0..shared.opts.workers)
+            .map(|w| {
+                let job = collect_flush_job(shared, w, flush_seq, Vec::new());
+                scope.spawn(move || run_flush(shared, &job))
+            })
+            .collect();
+        for j in jobs {
+            j.join().expect("flush thread panicked")?;
+        }
+        Ok(())
+    })
 }

@@ -40,7 +40,7 @@ pub(crate) fn enforce(shared: &Shared) -> Result<usize> {
             r.freeze(&names);
             let parts: Vec<_> = r.frozen.read().clone();
             let bytes = r.release_parts(&parts);
-            shared.sub_bytes(r.worker, bytes);
+            shared.sub_bytes(r.worker(), bytes);
             let files = std::mem::take(&mut *r.files.write());
             shared.metrics.files_expired.add(files.len() as u64);
             for f in files {
@@ -49,7 +49,7 @@ pub(crate) fn enforce(shared: &Shared) -> Result<usize> {
             shared
                 .balancer
                 .lock()
-                .unbind(r.worker, r.placed_interval_ns);
+                .unbind(r.worker(), r.placed_interval_ns);
             dropped += 1;
         }
     }

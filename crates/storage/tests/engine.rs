@@ -407,3 +407,33 @@ fn cold_region_indexes_are_evicted_and_reloaded_on_demand() {
     assert_eq!(by_tag(&e), 9);
     assert_eq!(read_all(&e).len(), 81);
 }
+
+#[test]
+fn unflushed_rows_survive_a_change_of_worker_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = |workers| {
+        let opts = tempora_storage::EngineOptions {
+            workers,
+            ..small_opts()
+        };
+        Engine::open(opts, EngineIo::local(dir.path()).unwrap()).unwrap()
+    };
+    let mut want = 0;
+    for (round, workers) in [2usize, 1, 3, 2].into_iter().enumerate() {
+        let e = open(workers);
+        assert_eq!(
+            read_all(&e).len(),
+            want,
+            "round {round}: rows after reopening"
+        );
+        let rows: Vec<(String, i64, f64)> = (0..30)
+            .map(|i| (format!("h{i}"), round as i64 * 100 + i, 1.0))
+            .collect();
+        let refs: Vec<(&str, i64, f64)> =
+            rows.iter().map(|(h, t, v)| (h.as_str(), *t, *v)).collect();
+        write(&e, &refs);
+        want += 30;
+        drop(e); // no flush: the rows live in the WAL of one of `workers` workers
+    }
+    assert_eq!(read_all(&open(2)).len(), want);
+}
