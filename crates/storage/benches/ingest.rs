@@ -149,8 +149,10 @@ fn replay(hosts: usize, steps: usize) {
     let t = Instant::now();
     let engine = Engine::open(opts(), EngineIo::local(dir.path()).unwrap()).unwrap();
     let secs = t.elapsed().as_secs_f64();
+    engine.flush().unwrap();
+    let flushed = t.elapsed().as_secs_f64();
     println!(
-        "replay: {rows} rows, {} MiB of WAL replayed and flushed in {secs:.2} s = {:.0} MiB/s",
+        "replay: {rows} rows, {} MiB of WAL replayed in {secs:.2} s = {:.0} MiB/s (open, ready for writes); replayed rows flushed after {flushed:.2} s",
         wal >> 20,
         (wal >> 20) as f64 / secs
     );

@@ -361,7 +361,6 @@ impl Engine {
 
     fn start(shared: Arc<Shared>, mut wals: Vec<Wal>) -> Engine {
         let n = shared.opts.workers;
-        let (flush_tx, flush_rx) = unbounded::<FlushJob>();
         let mut write_txs = Vec::new();
         let mut ctl_txs = Vec::new();
         let mut threads = Vec::new();
@@ -374,27 +373,24 @@ impl Engine {
             receivers.push((wrx, crx));
         }
         for (id, (wrx, crx)) in receivers.into_iter().enumerate() {
-            let w = Worker::new(
-                id,
-                shared.clone(),
-                wals.remove(0),
-                wrx,
-                crx,
-                flush_tx.clone(),
-            );
+            // One flusher per worker, so flushes of different workers run in parallel.
+            let (flush_tx, flush_rx) = unbounded::<FlushJob>();
+            let mut w = Worker::new(id, shared.clone(), wals.remove(0), wrx, crx, flush_tx);
+            // Replayed records count as applied: the first flush covers them.
+            w.last_applied = w.wal.last_seq().unwrap_or(SeqNo(0));
             threads.push(spawn(&format!("tempora-worker-{id}"), move || w.run()));
+            let (s, ctl) = (shared.clone(), ctl_txs[id].clone());
+            threads.push(spawn(&format!("tempora-flusher-{id}"), move || {
+                for job in flush_rx {
+                    let result = run_flush(&s, &job);
+                    let _ = ctl.send(Control::FlushDone {
+                        flush_seq: job.flush_seq,
+                        result,
+                        waiters: job.waiters,
+                    });
+                }
+            }));
         }
-        let (s, ctl) = (shared.clone(), ctl_txs.clone());
-        threads.push(spawn("tempora-flusher", move || {
-            for job in flush_rx {
-                let result = run_flush(&s, &job);
-                let _ = ctl[job.worker].send(Control::FlushDone {
-                    flush_seq: job.flush_seq,
-                    result,
-                    waiters: job.waiters,
-                });
-            }
-        }));
         let maintenance = crate::maintenance::start(shared.clone());
         Engine {
             shared,

@@ -27,7 +27,6 @@ pub(crate) type RegionParts = (Arc<Table>, Arc<Region>, Vec<Arc<FrozenPart>>);
 
 /// Work handed from a worker to the flusher thread.
 pub(crate) struct FlushJob {
-    pub worker: usize,
     /// Every write of this worker at or below this sequence is in `regions`' parts.
     pub flush_seq: SeqNo,
     pub regions: Vec<RegionParts>,
@@ -56,7 +55,6 @@ pub(crate) fn collect_flush_job(
         }
     }
     FlushJob {
-        worker,
         flush_seq,
         regions,
         waiters,

@@ -28,6 +28,7 @@ pub struct Metrics {
     pub compactions: Counter,
     pub files_expired: Counter,
     pub write_stalls: Counter,
+    pub rows_replayed: Counter,
 }
 
 impl Metrics {
@@ -68,6 +69,11 @@ impl Metrics {
                 "tempora_write_stalls_total",
                 "Writes that waited for memtable memory.",
                 self.write_stalls.get(),
+            ),
+            (
+                "tempora_rows_replayed_total",
+                "Rows replayed from the WAL at start.",
+                self.rows_replayed.get(),
             ),
         ]
     }

@@ -232,6 +232,7 @@ pub(crate) fn replay_wals(shared: &Arc<Shared>, wals: &dyn WalFactory) -> Result
     let done = apply_parallel(shared, &opened, shared.opts.replay_threads)?;
     let (rows, foreign) = (done.rows.into_inner(), done.foreign_rows.into_inner());
     tracing::info!(rows, "replayed rows from the write-ahead logs");
+    shared.metrics.rows_replayed.add(rows as u64);
     if foreign > 0 {
         flush_all(shared)?;
         let last = SeqNo(shared.seq_now());
