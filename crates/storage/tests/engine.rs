@@ -292,10 +292,29 @@ fn memory_budget_fails_writes_clearly_when_flushes_cannot_keep_up() {
     let err = failed.expect("writes must stop once the budget is used");
     assert!(matches!(err, StorageError::MemoryBudget { .. }), "{err}");
     assert_eq!(err.http_status(), 503);
-    // Space returns: flushes succeed and writes resume.
+    // Space returns: with no explicit flush, a retried write makes the workers flush again
+    // and goes through once memory is released.
     plan.set_disk_full(false);
-    e.flush().unwrap();
-    write(&e, &[("z", 0, 1.0)]);
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let mut b = RowBatchBuilder::new("cpu").unwrap();
+        b.push(
+            &[("host", "z")],
+            &[("v", FieldValue::F64(1.0))],
+            Timestamp(0),
+        )
+        .unwrap();
+        match e.write(b.finish()) {
+            Ok(out) => {
+                assert!(out.rejected.is_empty());
+                break;
+            }
+            Err(StorageError::MemoryBudget { .. }) if attempts < 20 => continue,
+            Err(err) => panic!("write did not resume after {attempts} attempts: {err}"),
+        }
+    }
+    assert!(e.memtable_bytes() < 128 << 10, "the flush released memory");
 }
 
 /// WALs in memory behind a fault injector shared by all workers.
