@@ -19,7 +19,7 @@ use crate::error::Result;
 use crate::manifest::{Edit, FileMeta};
 use crate::region::{FileHandle, Region};
 use crate::run::{SortedRun, merge_runs};
-use crate::sst::{SstFilter, SstWriteOptions, read_sst, write_sst};
+use crate::sst::{SstFilter, SstWriteOptions, read_files, write_sst};
 use crate::table::Table;
 
 /// Time range of a file, for the picker.
@@ -137,15 +137,8 @@ fn compact_group(
 ) -> Result<()> {
     let fields = table.fields();
     let tags = table.tags();
-    let mut runs = Vec::with_capacity(inputs.len());
-    for f in inputs {
-        runs.push(read_sst(
-            &f.meta.path,
-            shared.store.get(&f.meta.path)?,
-            &fields,
-            &SstFilter::default(),
-        )?);
-    }
+    let paths = inputs.iter().map(|f| f.meta.path.as_str());
+    let runs = read_files(&shared.store, paths, &fields, &SstFilter::default())?;
     let merged = merge_runs(&runs, &fields)?;
     let opts = SstWriteOptions {
         row_group_rows: shared.opts.row_group_rows,

@@ -51,6 +51,36 @@ impl SortedRun {
         }
     }
 
+    /// For each tag, its value for every key of the run (null where a key lacks the tag);
+    /// each key is decoded once. Index the arrays with [`SortedRun::ranks`].
+    pub fn tag_values(&self, tags: &[String]) -> Result<Vec<arrow::array::StringArray>> {
+        let decoded: Vec<std::collections::HashMap<String, String>> = self
+            .keys
+            .iter()
+            .map(|k| tempora_model::decode_series_key(k).map(|t| t.into_iter().collect()))
+            .collect::<std::result::Result<_, _>>()?;
+        Ok(tags
+            .iter()
+            .map(|tag| {
+                decoded
+                    .iter()
+                    .map(|m| m.get(tag).map(String::as_str))
+                    .collect()
+            })
+            .collect())
+    }
+
+    /// The run's times as a UTC nanosecond timestamp column.
+    pub fn time_column(&self) -> arrow::array::TimestampNanosecondArray {
+        let times = self
+            .batch
+            .column(1)
+            .as_primitive::<Int64Type>()
+            .values()
+            .clone();
+        arrow::array::TimestampNanosecondArray::new(times, None).with_timezone("UTC")
+    }
+
     pub fn num_rows(&self) -> usize {
         self.batch.num_rows()
     }

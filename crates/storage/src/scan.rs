@@ -9,26 +9,23 @@
 //! (timestamp ns UTC), then the requested fields. Rows come sorted by series key then time
 //! within each region's batch.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use arrow::array::{
-    ArrayRef, AsArray, BooleanArray, RecordBatch, StringArray, TimestampNanosecondArray,
-    UInt32Array,
-};
+use arrow::array::{ArrayRef, AsArray, BooleanArray, RecordBatch, UInt32Array};
 use arrow::compute::{filter_record_batch, take};
 use arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef, TimeUnit, UInt32Type};
 use bytes::Bytes;
 use roaring::RoaringBitmap;
 use tempora_index::Matcher;
-use tempora_model::{FieldType, SeriesId, TIME_COLUMN, decode_series_key};
+use tempora_model::{FieldType, SeriesId, TIME_COLUMN};
 
 use crate::engine::{Engine, Shared};
 use crate::error::{Result, StorageError};
 use crate::region::Region;
 use crate::run::{SortedRun, merge_runs};
-use crate::sst::{SstFilter, read_sst};
+use crate::sst::{SstFilter, read_files, read_sst};
 use crate::table::Table;
 
 /// What to read.
@@ -213,15 +210,8 @@ fn ensure_lvc(shared: &Shared, table: &Table, region: &Arc<Region>) -> Result<()
     }
     let fields = table.fields();
     let files = region.files.read().clone();
-    let mut runs = Vec::new();
-    for f in &files {
-        runs.push(read_sst(
-            &f.meta.path,
-            shared.store.get(&f.meta.path)?,
-            &fields,
-            &SstFilter::default(),
-        )?);
-    }
+    let paths = files.iter().map(|f| f.meta.path.as_str());
+    let runs = read_files(&shared.store, paths, &fields, &SstFilter::default())?;
     let run = merge_runs(&runs, &fields)?;
     let field_map: Vec<(usize, FieldType)> = fields
         .iter()
@@ -329,29 +319,12 @@ pub(crate) fn to_output(
     tags: &[String],
     fields: &[(String, FieldType)],
 ) -> Result<RecordBatch> {
-    let decoded: Vec<HashMap<String, String>> = run
-        .keys
-        .iter()
-        .map(|k| decode_series_key(k).map(|t| t.into_iter().collect()))
-        .collect::<std::result::Result<_, _>>()?;
     let ranks = UInt32Array::from(run.ranks().to_vec());
     let mut cols: Vec<ArrayRef> = Vec::new();
-    for tag in tags {
-        let values: StringArray = decoded
-            .iter()
-            .map(|m| m.get(tag).map(String::as_str))
-            .collect();
+    for values in run.tag_values(tags)? {
         cols.push(take(&values, &ranks, None)?);
     }
-    let times = run
-        .batch
-        .column(1)
-        .as_primitive::<Int64Type>()
-        .values()
-        .clone();
-    cols.push(Arc::new(
-        TimestampNanosecondArray::new(times, None).with_timezone("UTC"),
-    ));
+    cols.push(Arc::new(run.time_column()));
     cols.extend(run.batch.columns().iter().skip(3).cloned());
     Ok(RecordBatch::try_new(output_schema(tags, fields), cols)?)
 }

@@ -7,12 +7,10 @@
 //! delta-encoded), then the fields (floats byte-stream-split, integers delta-encoded), all
 //! compressed with zstd. DuckDB and pyarrow read these files as they are.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, AsArray, BinaryArray, DictionaryArray, Int64Array, RecordBatch, StringArray,
-    TimestampNanosecondArray, UInt32Array,
+    Array, ArrayRef, AsArray, BinaryArray, DictionaryArray, Int64Array, RecordBatch, UInt32Array,
 };
 use arrow::compute::{cast, filter_record_batch};
 use arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef, TimeUnit, UInt32Type};
@@ -24,7 +22,7 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::statistics::Statistics;
 use parquet::schema::types::ColumnPath;
-use tempora_model::{FieldType, PRIMARY_KEY_COLUMN, SEQ_COLUMN, TIME_COLUMN, decode_series_key};
+use tempora_model::{FieldType, PRIMARY_KEY_COLUMN, SEQ_COLUMN, TIME_COLUMN};
 
 use crate::error::{Result, StorageError};
 use crate::run::{SortedRun, run_schema};
@@ -111,30 +109,12 @@ pub fn write_sst(
         false,
     )];
     let mut cols: Vec<ArrayRef> = vec![Arc::new(pk)];
-    // Tag columns: decode each distinct key once.
-    let decoded: Vec<HashMap<String, String>> = run
-        .keys
-        .iter()
-        .map(|k| decode_series_key(k).map(|t| t.into_iter().collect()))
-        .collect::<std::result::Result<_, _>>()?;
-    for tag in tags {
-        let values: StringArray = decoded
-            .iter()
-            .map(|m| m.get(tag).map(String::as_str))
-            .collect();
+    for (tag, values) in tags.iter().zip(run.tag_values(tags)?) {
         let arr = DictionaryArray::<UInt32Type>::try_new(ranks.clone(), Arc::new(values))?;
         schema_fields.push(Field::new(tag, dict(DataType::Utf8), true));
         cols.push(Arc::new(arr));
     }
-    let times = run
-        .batch
-        .column(1)
-        .as_primitive::<Int64Type>()
-        .values()
-        .clone();
-    cols.push(Arc::new(
-        TimestampNanosecondArray::new(times, None).with_timezone("UTC"),
-    ));
+    cols.push(Arc::new(run.time_column()));
     schema_fields.push(Field::new(TIME_COLUMN, time_type(), false));
     cols.push(run.batch.column(2).clone());
     schema_fields.push(Field::new(SEQ_COLUMN, DataType::UInt64, false));
@@ -207,6 +187,19 @@ fn decimal_to_float(col: &ArrayRef) -> Option<ArrayRef> {
     let d = col.as_primitive::<arrow::datatypes::Decimal128Type>();
     let f: arrow::array::Float64Array = d.unary(|x| x as f64 / m);
     Some(Arc::new(f))
+}
+
+/// Reads several data files with one filter.
+pub fn read_files<'a>(
+    store: &crate::store::FileStore,
+    paths: impl IntoIterator<Item = &'a str>,
+    fields: &[(String, FieldType)],
+    filter: &SstFilter,
+) -> Result<Vec<SortedRun>> {
+    paths
+        .into_iter()
+        .map(|p| read_sst(p, store.get(p)?, fields, filter))
+        .collect()
 }
 
 /// Which rows of a file a read wants.
