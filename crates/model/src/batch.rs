@@ -11,11 +11,11 @@
 //!   value: f64/i64/u64 as 8 bytes, bool as 1 byte, string as u32 len + UTF-8 bytes
 //! ```
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use crate::error::{ModelError, Result};
 use crate::ids::Timestamp;
-use crate::key::encode_series_key;
+use crate::key::encode_series_key_with;
 use crate::value::{FieldType, FieldValue};
 
 /// High bit of a row's key length: the rest is a series id, not a length.
@@ -290,8 +290,10 @@ impl<'a> Reader<'a> {
 #[derive(Debug, Default)]
 pub struct RowBatchBuilder {
     batch: RowBatch,
-    tag_idx: HashMap<String, u16>,
-    field_idx: HashMap<String, u16>,
+    tag_idx: FxHashMap<String, u16>,
+    field_idx: FxHashMap<String, u16>,
+    /// Scratch for sorting a row's tags.
+    order: Vec<usize>,
 }
 
 /// Checks a table, tag or field name.
@@ -350,17 +352,20 @@ impl RowBatchBuilder {
         for (k, _) in fields {
             validate_name(k)?;
         }
-        let new_fields = fields
-            .iter()
-            .filter(|(k, _)| !self.field_idx.contains_key(*k))
-            .count();
-        check_count(
-            "distinct fields in a batch",
-            self.batch.field_names.len() + new_fields,
-            MAX_FIELDS_PER_ROW,
-        )?;
+        // Counting new names costs a lookup each: only when the limit could be reached.
+        if self.batch.field_names.len() + fields.len() > MAX_FIELDS_PER_ROW {
+            let new_fields = fields
+                .iter()
+                .filter(|(k, _)| !self.field_idx.contains_key(*k))
+                .count();
+            check_count(
+                "distinct fields in a batch",
+                self.batch.field_names.len() + new_fields,
+                MAX_FIELDS_PER_ROW,
+            )?;
+        }
         let key_start = self.batch.keys.len();
-        if let Err(e) = encode_series_key(tags, &mut self.batch.keys) {
+        if let Err(e) = encode_series_key_with(tags, &mut self.batch.keys, &mut self.order) {
             self.batch.keys.truncate(key_start);
             return Err(e);
         }
@@ -394,7 +399,7 @@ fn check_count(what: &'static str, count: usize, limit: usize) -> Result<()> {
     Ok(())
 }
 
-fn intern(map: &mut HashMap<String, u16>, names: &mut Vec<String>, name: &str) -> u16 {
+fn intern(map: &mut FxHashMap<String, u16>, names: &mut Vec<String>, name: &str) -> u16 {
     if let Some(&i) = map.get(name) {
         return i;
     }

@@ -12,7 +12,17 @@ pub type SeriesKey = Vec<u8>;
 
 /// Encodes a tag set. Tags need not be sorted; duplicate keys are an error.
 pub fn encode_series_key(tags: &[(&str, &str)], out: &mut Vec<u8>) -> Result<()> {
-    let mut order: Vec<usize> = (0..tags.len()).collect();
+    encode_series_key_with(tags, out, &mut Vec::new())
+}
+
+/// [`encode_series_key`] with a caller-owned scratch vector, so hot loops do not allocate.
+pub fn encode_series_key_with(
+    tags: &[(&str, &str)],
+    out: &mut Vec<u8>,
+    order: &mut Vec<usize>,
+) -> Result<()> {
+    order.clear();
+    order.extend(0..tags.len());
     order.sort_unstable_by(|&a, &b| tags[a].0.cmp(tags[b].0));
     for pair in order.windows(2) {
         if tags[pair[0]].0 == tags[pair[1]].0 {
@@ -21,7 +31,7 @@ pub fn encode_series_key(tags: &[(&str, &str)], out: &mut Vec<u8>) -> Result<()>
             });
         }
     }
-    for i in order {
+    for &i in order.iter() {
         escape(tags[i].0.as_bytes(), out);
         escape(tags[i].1.as_bytes(), out);
     }
@@ -30,11 +40,15 @@ pub fn encode_series_key(tags: &[(&str, &str)], out: &mut Vec<u8>) -> Result<()>
 
 fn escape(s: &[u8], out: &mut Vec<u8>) {
     out.reserve(s.len() + 2);
-    for &b in s {
-        out.push(b);
-        if b == 0 {
-            out.push(0xFF);
+    if s.contains(&0) {
+        for &b in s {
+            out.push(b);
+            if b == 0 {
+                out.push(0xFF);
+            }
         }
+    } else {
+        out.extend_from_slice(s);
     }
     out.extend_from_slice(&[0, 0]);
 }

@@ -21,7 +21,9 @@ mod value;
 pub use batch::{BatchRow, RowBatch, RowBatchBuilder, validate_name};
 pub use error::{ModelError, Result};
 pub use ids::{SeqNo, SeriesId, TableId, Timestamp};
-pub use key::{SeriesKey, decode_series_key, encode_series_key, series_hash};
+pub use key::{
+    SeriesKey, decode_series_key, encode_series_key, encode_series_key_with, series_hash,
+};
 pub use schema::{ColumnKind, RowRejection, TableSchema};
 pub use value::{FieldType, FieldValue};
 
