@@ -348,15 +348,8 @@ impl Engine {
             index_cache: crate::index_cache::IndexCache::new(opts_cache_bytes),
         });
         crate::replay::load_manifest_state(&shared)?;
-        let (wals, replayed) = crate::replay::replay_wals(&shared, io.wals.as_ref())?;
-        let engine = Self::start(shared, wals);
-        if replayed {
-            // Replayed rows are flushed in the background while writes are accepted.
-            for c in &engine.ctl_txs {
-                let _ = c.send(Control::Flush(None));
-            }
-        }
-        Ok(engine)
+        let wals = crate::replay::replay_wals(&shared, io.wals.as_ref())?;
+        Ok(Self::start(shared, wals))
     }
 
     fn start(shared: Arc<Shared>, mut wals: Vec<Wal>) -> Engine {

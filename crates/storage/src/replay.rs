@@ -215,12 +215,9 @@ fn apply_parallel(shared: &Shared, wals: &[(usize, Wal)], threads: usize) -> Res
     Ok(done)
 }
 
-/// Replays every WAL and returns one open WAL per worker, plus whether replayed rows wait in
-/// memtables (the caller lets the workers flush them in the background, Lindorm §7).
-///
-/// Rows from the log of a worker that no longer exists (fewer workers than last run) are
-/// flushed here, synchronously, and every log is truncated, since no worker owns that log.
-pub(crate) fn replay_wals(shared: &Arc<Shared>, wals: &dyn WalFactory) -> Result<(Vec<Wal>, bool)> {
+/// Replays every WAL, flushes the replayed rows, truncates every log, and returns one open
+/// WAL per worker.
+pub(crate) fn replay_wals(shared: &Arc<Shared>, wals: &dyn WalFactory) -> Result<Vec<Wal>> {
     let mut ids = wals.existing()?;
     ids.extend(0..shared.opts.workers);
     ids.sort_unstable();
@@ -233,7 +230,10 @@ pub(crate) fn replay_wals(shared: &Arc<Shared>, wals: &dyn WalFactory) -> Result
     let (rows, foreign) = (done.rows.into_inner(), done.foreign_rows.into_inner());
     tracing::info!(rows, "replayed rows from the write-ahead logs");
     shared.metrics.rows_replayed.add(rows as u64);
-    if foreign > 0 {
+    // Replayed rows are flushed before writes are accepted. (A background flush after start,
+    // as Lindorm §7 does, halved the time to ready but coincided with a rare, not yet
+    // understood loss in the engine model test, so it is off until that is found.)
+    if rows > 0 || foreign > 0 {
         flush_all(shared)?;
         let last = SeqNo(shared.seq_now());
         for (_, wal) in &mut opened {
@@ -245,7 +245,7 @@ pub(crate) fn replay_wals(shared: &Arc<Shared>, wals: &dyn WalFactory) -> Result
         .filter(|(id, _)| *id < shared.opts.workers)
         .map(|(_, w)| w)
         .collect();
-    Ok((mine, rows > 0 && foreign == 0))
+    Ok(mine)
 }
 
 /// Flushes every region on the calling threads (one per worker).
