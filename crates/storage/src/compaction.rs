@@ -16,10 +16,11 @@ use arrow::datatypes::Int64Type;
 
 use crate::engine::Shared;
 use crate::error::Result;
-use crate::manifest::{Edit, FileMeta};
+use crate::flush::put_data_file;
+use crate::manifest::Edit;
 use crate::region::{FileHandle, Region};
 use crate::run::{SortedRun, merge_runs};
-use crate::sst::{SstFilter, SstWriteOptions, read_files, write_sst};
+use crate::sst::{SstFilter, read_files};
 use crate::table::Table;
 
 /// Time range of a file, for the picker.
@@ -140,28 +141,18 @@ fn compact_group(
     let paths = inputs.iter().map(|f| f.meta.path.as_str());
     let runs = read_files(&shared.store, paths, &fields, &SstFilter::default())?;
     let merged = merge_runs(&runs, &fields)?;
-    let opts = SstWriteOptions {
-        row_group_rows: shared.opts.row_group_rows,
-        zstd_level: shared.opts.zstd_level,
-    };
     let mut added = Vec::new();
     let mut written = Vec::new();
     let result = (|| -> Result<()> {
         for part in split_by_window(&merged, shared.opts.compaction_window_ns)? {
-            let (data, stats) = write_sst(&part, &tags, &fields, &opts)?;
-            let id = shared.manifest.lock().next_file_id();
-            let path = format!("{}/{id:016x}.parquet", region.key.dir());
-            shared.store.put(&path, data)?;
-            written.push(path.clone());
-            added.push(FileMeta {
-                id,
-                path,
-                rows: stats.rows,
-                size: stats.size,
-                min_time: stats.min_time,
-                max_time: stats.max_time,
-                max_seq: stats.max_seq,
-            });
+            added.push(put_data_file(
+                shared,
+                region.key,
+                &part,
+                &tags,
+                &fields,
+                &mut written,
+            )?);
         }
         let removed: Vec<u64> = inputs.iter().map(|f| f.meta.id).collect();
         shared.manifest.lock().commit(vec![Edit::Compact {

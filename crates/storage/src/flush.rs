@@ -11,11 +11,11 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use crossbeam::channel::Sender;
-use tempora_model::SeqNo;
+use tempora_model::{FieldType, SeqNo};
 
 use crate::engine::Shared;
 use crate::error::Result;
-use crate::manifest::{Edit, FileMeta};
+use crate::manifest::{Edit, FileMeta, RegionKey};
 use crate::memtable::FrozenPart;
 use crate::region::{FileHandle, Region};
 use crate::run::{SortedRun, merge_runs};
@@ -140,7 +140,7 @@ fn flush_region(
     written: &mut Vec<String>,
 ) -> Result<(FileMeta, String, usize)> {
     let fields = table.fields();
-    let (runs, index_bytes) = {
+    let (runs, index_bytes, series) = {
         let index = region.index_read()?;
         let key_of = |id: u32| {
             Bytes::copy_from_slice(
@@ -153,23 +153,36 @@ fn flush_region(
             .iter()
             .map(|p| SortedRun::from_series_batch(&p.batch, &fields, key_of))
             .collect::<Result<_>>()?;
-        (runs, (Bytes::from(index.encode()), index.len()))
+        (runs, Bytes::from(index.encode()), index.len())
     };
-    let (index_bytes, series) = index_bytes;
     let run = merge_runs(&runs, &fields)?;
+    let meta = put_data_file(shared, region.key, &run, &table.tags(), &fields, written)?;
+    let index_path = format!("{}/{:016x}.tidx", region.key.dir(), meta.id);
+    shared.store.put(&index_path, index_bytes)?;
+    written.push(index_path.clone());
+    Ok((meta, index_path, series))
+}
+
+/// Encodes a run as a data file of region `key`, puts it (adding its path to `written`, so a
+/// failed commit can delete it) and returns its manifest entry. Flush and compaction share it.
+pub(crate) fn put_data_file(
+    shared: &Shared,
+    key: RegionKey,
+    run: &SortedRun,
+    tags: &[String],
+    fields: &[(String, FieldType)],
+    written: &mut Vec<String>,
+) -> Result<FileMeta> {
     let opts = SstWriteOptions {
         row_group_rows: shared.opts.row_group_rows,
         zstd_level: shared.opts.zstd_level,
     };
-    let (data, stats) = write_sst(&run, &table.tags(), &fields, &opts)?;
+    let (data, stats) = write_sst(run, tags, fields, &opts)?;
     let id = shared.manifest.lock().next_file_id();
-    let path = format!("{}/{id:016x}.parquet", region.key.dir());
+    let path = format!("{}/{id:016x}.parquet", key.dir());
     shared.store.put(&path, data)?;
     written.push(path.clone());
-    let index_path = format!("{}/{id:016x}.tidx", region.key.dir());
-    shared.store.put(&index_path, index_bytes)?;
-    written.push(index_path.clone());
-    let meta = FileMeta {
+    Ok(FileMeta {
         id,
         path,
         rows: stats.rows,
@@ -177,6 +190,5 @@ fn flush_region(
         min_time: stats.min_time,
         max_time: stats.max_time,
         max_seq: stats.max_seq,
-    };
-    Ok((meta, index_path, series))
+    })
 }

@@ -186,7 +186,18 @@ pub(crate) fn check_complete(
         let reason = "segment is not sealed: it was cut short";
         return Err(WalError::corrupt(name, w.end as u64, reason));
     }
-    Ok(SegmentMeta {
+    Ok(segment_meta(name, name_seq, &h, &w, last_seq))
+}
+
+/// The metadata of a segment whose header `h` and frames `w` were checked.
+fn segment_meta(
+    name: &str,
+    name_seq: u64,
+    h: &SegmentHeader,
+    w: &Walk,
+    last_seq: u64,
+) -> SegmentMeta {
+    SegmentMeta {
         name: name.to_string(),
         first_seq: name_seq,
         prev_last: h.prev_last_seq,
@@ -194,7 +205,7 @@ pub(crate) fn check_complete(
         count: w.count,
         len: w.end as u64,
         sealed: w.sealed,
-    })
+    }
 }
 
 /// Recovers the last segment: a bad frame that no valid frame follows is a torn tail; one that
@@ -220,8 +231,8 @@ pub(crate) fn recover_last(
         return Ok(LastSegment::Empty { reason: e.reason() });
     }
     let h = check_header(name, name_seq, data)?;
-    let w = walk(data, name_seq, max_len, &mut |_, _, _| {});
-    let torn = match w.stop {
+    let mut w = walk(data, name_seq, max_len, &mut |_, _, _| {});
+    let torn = match w.stop.take() {
         None => None,
         Some(stop) if stop.definite => {
             return Err(WalError::corrupt(name, stop.offset as u64, stop.reason));
@@ -237,15 +248,7 @@ pub(crate) fn recover_last(
         let reason = torn.map_or("header only".into(), |(_, r)| r);
         return Ok(LastSegment::Empty { reason });
     };
-    let meta = SegmentMeta {
-        name: name.to_string(),
-        first_seq: name_seq,
-        prev_last: h.prev_last_seq,
-        last_seq,
-        count: w.count,
-        len: w.end as u64,
-        sealed: w.sealed,
-    };
+    let meta = segment_meta(name, name_seq, &h, &w, last_seq);
     Ok(LastSegment::Valid { meta, torn })
 }
 
