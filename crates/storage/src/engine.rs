@@ -4,9 +4,10 @@
 //! Invariants:
 //! - `write` returns `Ok` only after every accepted row is durable (WAL commit per the sync
 //!   policy) and visible to readers.
-//! - On open, the manifest is recovered, orphan files are removed, every WAL is replayed and
-//!   the replayed rows are flushed before any write is accepted, so a region may change worker
-//!   between runs without its WAL records being truncated unflushed.
+//! - On open, the manifest is recovered, orphan files are removed and every WAL is replayed; a
+//!   region with unflushed records moves to the worker whose WAL holds them, so that worker's
+//!   next flush covers them before it truncates its log. Writes are accepted at once and the
+//!   replayed rows are flushed in the background.
 //! - Memtable memory is bounded: past `write_stall_bytes` writes wait for flushes, and fail
 //!   with `MemoryBudget` after `write_stall_timeout`.
 
@@ -348,8 +349,15 @@ impl Engine {
             index_cache: crate::index_cache::IndexCache::new(opts_cache_bytes),
         });
         crate::replay::load_manifest_state(&shared)?;
-        let wals = crate::replay::replay_wals(&shared, io.wals.as_ref())?;
-        Ok(Self::start(shared, wals))
+        let (wals, replayed) = crate::replay::replay_wals(&shared, io.wals.as_ref())?;
+        let engine = Self::start(shared, wals);
+        if replayed {
+            // Replayed rows are flushed in the background while writes are accepted.
+            for c in &engine.ctl_txs {
+                let _ = c.send(Control::Flush(None));
+            }
+        }
+        Ok(engine)
     }
 
     fn start(shared: Arc<Shared>, mut wals: Vec<Wal>) -> Engine {
@@ -550,6 +558,50 @@ impl Engine {
     pub fn index_cache_stats(&self) -> (u64, u64, usize) {
         let c = &self.shared.index_cache;
         (c.loads.get(), c.evictions.get(), c.weight())
+    }
+
+    /// A one-line-per-region description of the engine's state, for diagnosing tests.
+    #[doc(hidden)]
+    pub fn debug_state(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        for t in self.shared.all_tables() {
+            for r in t.all_regions() {
+                let files: Vec<String> = r
+                    .files
+                    .read()
+                    .iter()
+                    .map(|f| {
+                        format!(
+                            "{}:{}r[{},{}]s{}",
+                            f.meta.id,
+                            f.meta.rows,
+                            f.meta.min_time,
+                            f.meta.max_time,
+                            f.meta.max_seq
+                        )
+                    })
+                    .collect();
+                let frozen: Vec<String> = r
+                    .frozen
+                    .read()
+                    .iter()
+                    .map(|p| format!("{}r s{}", p.batch.num_rows(), p.max_seq.0))
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "{} {:?} w{} flushed{} active{} frozen{:?} files{:?}",
+                    t.name,
+                    r.key,
+                    r.worker(),
+                    r.flushed_seq.load(Ordering::SeqCst),
+                    r.active.lock().len(),
+                    frozen,
+                    files
+                );
+            }
+        }
+        out
     }
 
     /// Memtable bytes held now.

@@ -165,9 +165,13 @@ impl Region {
     }
 
     /// Freezes the active buffer (if not empty) into the frozen list.
+    ///
+    /// The part enters `frozen` while the active lock is still held: a reader that freezes
+    /// concurrently must find the rows either in the active buffer or in `frozen`, never in
+    /// neither (lock order: `active`, then `frozen`).
     pub fn freeze(&self, field_names: &[String]) {
-        let part = self.active.lock().freeze(field_names);
-        if let Some(p) = part {
+        let mut active = self.active.lock();
+        if let Some(p) = active.freeze(field_names) {
             self.frozen.write().push(Arc::new(p));
         }
     }
@@ -273,3 +277,51 @@ impl Region {
         before - frozen.iter().map(|p| p.bytes).sum::<usize>()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tempora_model::TableId;
+
+    fn region() -> Arc<Region> {
+        let key = RegionKey {
+            table: TableId(0),
+            partition: 0,
+            bucket: 0,
+        };
+        let limits = IndexLimits::default();
+        let io = (FileStore::memory(), IndexCache::new(1 << 20), limits);
+        Arc::new(Region::new(key, 0, 1e9, Some(SeriesIndex::new(limits)), None, io))
+    }
+
+    /// A reader must find a row in the active buffer or in `frozen` at every moment of a
+    /// freeze: the active buffer stays locked until its part is in `frozen`.
+    #[test]
+    fn a_freeze_publishes_its_part_before_releasing_the_active_buffer() {
+        let r = region();
+        let field = [(0, FieldType::F64, &FieldValue::F64(1.0))];
+        r.active
+            .lock()
+            .push(SeriesId(0), 1, SeqNo(1), field.into_iter());
+        let names = vec!["v".to_string()];
+        let held = r.frozen.write(); // the freeze below cannot publish until this is dropped
+        std::thread::scope(|s| {
+            s.spawn(|| r.freeze(&names));
+            let mut locked_streak = 0;
+            while locked_streak < 10_000 {
+                match r.active.try_lock() {
+                    Some(a) => {
+                        assert!(!a.is_empty(), "rows left the active buffer unpublished");
+                        locked_streak = 0;
+                    }
+                    None => locked_streak += 1,
+                }
+                std::hint::spin_loop();
+            }
+            drop(held);
+        });
+        assert!(r.active.lock().is_empty());
+        assert_eq!(r.frozen.read().len(), 1);
+    }
+}
+

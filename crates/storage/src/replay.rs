@@ -1,8 +1,10 @@
 //! Start-up: rebuild tables and regions from the manifest, then replay every WAL.
 //!
 //! Replay applies a record only to a region whose flushed sequence is below the record's, and
-//! skips records of dropped tables and expired partitions. The replayed rows are flushed before
-//! the engine accepts writes, after which every WAL is truncated.
+//! skips records of dropped tables and expired partitions. The engine then accepts writes at
+//! once and its workers flush the replayed rows in the background (Lindorm §7): each region was
+//! moved to the worker whose log holds its records, so that worker's first flush covers them and
+//! lets it truncate its log. Logs of workers that no longer exist are flushed and truncated here.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -215,9 +217,12 @@ fn apply_parallel(shared: &Shared, wals: &[(usize, Wal)], threads: usize) -> Res
     Ok(done)
 }
 
-/// Replays every WAL, flushes the replayed rows, truncates every log, and returns one open
-/// WAL per worker.
-pub(crate) fn replay_wals(shared: &Arc<Shared>, wals: &dyn WalFactory) -> Result<Vec<Wal>> {
+/// Replays every WAL and returns one open WAL per worker, plus whether replayed rows wait in
+/// memtables (the caller lets the workers flush them in the background, Lindorm §7).
+///
+/// Rows from the log of a worker that no longer exists (fewer workers than last run) are
+/// flushed here, synchronously, and every log is truncated, since no worker owns that log.
+pub(crate) fn replay_wals(shared: &Arc<Shared>, wals: &dyn WalFactory) -> Result<(Vec<Wal>, bool)> {
     let mut ids = wals.existing()?;
     ids.extend(0..shared.opts.workers);
     ids.sort_unstable();
@@ -230,10 +235,7 @@ pub(crate) fn replay_wals(shared: &Arc<Shared>, wals: &dyn WalFactory) -> Result
     let (rows, foreign) = (done.rows.into_inner(), done.foreign_rows.into_inner());
     tracing::info!(rows, "replayed rows from the write-ahead logs");
     shared.metrics.rows_replayed.add(rows as u64);
-    // Replayed rows are flushed before writes are accepted. (A background flush after start,
-    // as Lindorm §7 does, halved the time to ready but coincided with a rare, not yet
-    // understood loss in the engine model test, so it is off until that is found.)
-    if rows > 0 || foreign > 0 {
+    if foreign > 0 {
         flush_all(shared)?;
         let last = SeqNo(shared.seq_now());
         for (_, wal) in &mut opened {
@@ -245,7 +247,7 @@ pub(crate) fn replay_wals(shared: &Arc<Shared>, wals: &dyn WalFactory) -> Result
         .filter(|(id, _)| *id < shared.opts.workers)
         .map(|(_, w)| w)
         .collect();
-    Ok(mine)
+    Ok((mine, rows > 0 && foreign == 0))
 }
 
 /// Flushes every region on the calling threads (one per worker).

@@ -58,41 +58,72 @@ fn read(e: &Engine) -> Model {
     out
 }
 
+fn run_ops(ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir().unwrap();
+    let open = || Engine::open(small_opts(), EngineIo::local(dir.path()).unwrap()).unwrap();
+    let mut e = open();
+    let mut model = Model::new();
+    let mut trace = Vec::new();
+    for op in ops {
+        trace.push(format!("{op:?}"));
+        match op {
+            Op::Write(rows) => {
+                let mut b = RowBatchBuilder::new("m").unwrap();
+                let mut any = false;
+                for (h, t, a, n) in &rows {
+                    let mut f = Vec::new();
+                    if let Some(a) = a {
+                        f.push(("a", FieldValue::F64(*a)));
+                    }
+                    if let Some(n) = n {
+                        f.push(("n", FieldValue::I64(*n)));
+                    }
+                    if f.is_empty() {
+                        continue;
+                    }
+                    any = true;
+                    let host = format!("h{h}");
+                    b.push(&[("host", &host)], &f, Timestamp(*t * SEC)).unwrap();
+                    let e = model.entry((host, *t * SEC)).or_default();
+                    if a.is_some() {
+                        e.0 = *a;
+                    }
+                    if n.is_some() {
+                        e.1 = *n;
+                    }
+                }
+                if any {
+                    let out = e.write(b.finish()).unwrap();
+                    prop_assert!(out.rejected.is_empty());
+                }
+            }
+            Op::Flush => e.flush().unwrap(),
+            Op::Compact => {
+                e.compact().unwrap();
+            }
+            Op::Restart => {
+                drop(e);
+                e = open();
+            }
+        }
+        let got = read(&e);
+        if got != model {
+            eprintln!(
+                "MISMATCH after {} ops:\n{}\nstate:\n{}",
+                trace.len(),
+                trace.join("\n"),
+                e.debug_state()
+            );
+        }
+        prop_assert_eq!(got, model.clone());
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
     #[test]
     fn engine_matches_model(ops in proptest::collection::vec(op(), 1..25)) {
-        let dir = tempfile::tempdir().unwrap();
-        let open = || Engine::open(small_opts(), EngineIo::local(dir.path()).unwrap()).unwrap();
-        let mut e = open();
-        let mut model = Model::new();
-        for op in ops {
-            match op {
-                Op::Write(rows) => {
-                    let mut b = RowBatchBuilder::new("m").unwrap();
-                    let mut any = false;
-                    for (h, t, a, n) in &rows {
-                        let mut f = Vec::new();
-                        if let Some(a) = a { f.push(("a", FieldValue::F64(*a))); }
-                        if let Some(n) = n { f.push(("n", FieldValue::I64(*n))); }
-                        if f.is_empty() { continue; }
-                        any = true;
-                        let host = format!("h{h}");
-                        b.push(&[("host", &host)], &f, Timestamp(*t * SEC)).unwrap();
-                        let e = model.entry((host, *t * SEC)).or_default();
-                        if a.is_some() { e.0 = *a; }
-                        if n.is_some() { e.1 = *n; }
-                    }
-                    if any {
-                        let out = e.write(b.finish()).unwrap();
-                        prop_assert!(out.rejected.is_empty());
-                    }
-                }
-                Op::Flush => e.flush().unwrap(),
-                Op::Compact => { e.compact().unwrap(); }
-                Op::Restart => { drop(e); e = open(); }
-            }
-            prop_assert_eq!(read(&e), model.clone());
-        }
+        run_ops(ops)?;
     }
 }
