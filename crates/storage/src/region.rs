@@ -291,7 +291,14 @@ mod tests {
         };
         let limits = IndexLimits::default();
         let io = (FileStore::memory(), IndexCache::new(1 << 20), limits);
-        Arc::new(Region::new(key, 0, 1e9, Some(SeriesIndex::new(limits)), None, io))
+        Arc::new(Region::new(
+            key,
+            0,
+            1e9,
+            Some(SeriesIndex::new(limits)),
+            None,
+            io,
+        ))
     }
 
     /// A reader must find a row in the active buffer or in `frozen` at every moment of a
@@ -324,4 +331,3 @@ mod tests {
         assert_eq!(r.frozen.read().len(), 1);
     }
 }
-
