@@ -60,6 +60,12 @@ impl RowBatch {
     pub fn table(&self) -> &str {
         &self.table
     }
+    /// Renames the batch's table (series keys hold only tags, so they stay valid).
+    pub fn set_table(&mut self, name: &str) -> Result<()> {
+        validate_name(name)?;
+        self.table = name.to_string();
+        Ok(())
+    }
     pub fn tag_names(&self) -> &[String] {
         &self.tag_names
     }

@@ -614,6 +614,11 @@ impl Engine {
         crate::compaction::compact_all(&self.shared)
     }
 
+    /// Drops a table and all its data; returns whether it existed.
+    pub fn drop_table(&self, name: &str) -> Result<bool> {
+        crate::retention::drop_table(&self.shared, name)
+    }
+
     /// Drops expired partitions now (maintenance also does it in the background).
     pub fn enforce_retention(&self) -> Result<usize> {
         crate::retention::enforce(&self.shared)

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use tempora_wal::SyncPolicy;
+pub use tempora_wal::SyncPolicy;
 
 /// Options of one storage engine.
 #[derive(Debug, Clone)]

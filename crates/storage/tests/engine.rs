@@ -476,3 +476,44 @@ fn replayed_rows_are_flushed_and_not_replayed_again() {
     );
     assert_eq!(read_all(&e).len(), 3);
 }
+
+#[test]
+fn a_dropped_table_is_gone_with_its_files_and_stays_gone_after_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open_local(dir.path());
+    write(&e, &[("a", 1, 1.0), ("b", 2, 2.0)]);
+    e.flush().unwrap();
+    write(&e, &[("a", 3, 3.0)]); // also in the memtable and the WAL
+    assert!(e.drop_table("cpu").unwrap());
+    assert!(!e.drop_table("cpu").unwrap(), "a second drop finds nothing");
+    assert!(e.tables().is_empty());
+    drop(e);
+    let e = open_local(dir.path());
+    assert!(
+        e.tables().is_empty(),
+        "replay must not bring the table back"
+    );
+    let parquet = walk(dir.path()).filter(|p| p.ends_with(".parquet")).count();
+    assert_eq!(parquet, 0, "the table's files were deleted");
+    write(&e, &[("c", 5, 5.0)]);
+    assert_eq!(
+        read_all(&e).len(),
+        1,
+        "a new table of the same name starts empty"
+    );
+}
+
+fn walk(p: &std::path::Path) -> impl Iterator<Item = String> {
+    let mut out = Vec::new();
+    let mut stack = vec![p.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(d).unwrap().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else {
+                out.push(e.path().display().to_string());
+            }
+        }
+    }
+    out.into_iter()
+}

@@ -1,0 +1,108 @@
+//! `tempora`: the server (`serve`), its configuration (`config show`), a SQL client (`sql`)
+//! and a CSV importer (`import`).
+
+mod client;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use tempora_server::Config;
+
+#[derive(Parser)]
+#[command(name = "tempora", version, about = "Tempora: a time-series database")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(clap::Args, Default)]
+struct ServerFlags {
+    /// TOML configuration file.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    #[arg(long)]
+    http_addr: Option<String>,
+    #[arg(long)]
+    pg_addr: Option<String>,
+}
+
+impl ServerFlags {
+    fn load(&self) -> Result<Config, Box<dyn std::error::Error>> {
+        let mut flags = Vec::new();
+        if let Some(d) = &self.data_dir {
+            flags.push(("data_dir".to_string(), d.display().to_string()));
+        }
+        if let Some(a) = &self.http_addr {
+            flags.push(("http_addr".to_string(), a.clone()));
+        }
+        if let Some(a) = &self.pg_addr {
+            flags.push(("pg_addr".to_string(), a.clone()));
+        }
+        Ok(Config::load(
+            self.config.as_deref(),
+            std::env::vars(),
+            &flags,
+        )?)
+    }
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Runs the server.
+    Serve(ServerFlags),
+    /// Shows configuration.
+    Config {
+        #[command(subcommand)]
+        what: ConfigCmd,
+    },
+    /// SQL client: runs -c/-f statements, or a REPL.
+    Sql(client::SqlArgs),
+    /// Imports a CSV file.
+    Import(client::ImportArgs),
+}
+
+#[derive(Subcommand)]
+enum ConfigCmd {
+    /// Prints the effective configuration (defaults < file < environment < flags) as TOML.
+    Show(ServerFlags),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Cmd::Serve(flags) => serve(&flags),
+        Cmd::Config {
+            what: ConfigCmd::Show(flags),
+        } => flags.load().map(|c| print!("{}", c.to_toml())),
+        Cmd::Sql(args) => client::sql(args),
+        Cmd::Import(args) => client::import(args),
+    };
+    if let Err(e) = result {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn serve(flags: &ServerFlags) -> Result<(), Box<dyn std::error::Error>> {
+    let config = flags.load()?;
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TEMPORA_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if config.log_format == "json" {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(tempora_server::run(
+        config,
+        tempora_server::shutdown_signal(),
+    ))?;
+    Ok(())
+}

@@ -1,0 +1,239 @@
+//! The ingestion gate (MatrixGate, seeds 000 §2 and §4.2): receivers parse request bodies in
+//! parallel off the async runtime and hand the parsed micro-batches through one bounded
+//! lock-free queue to submitter threads, which pass them to the engine's region workers.
+//!
+//! Invariants:
+//! - The queue holds at most `queue_capacity` batches. A request whose batches do not fit is
+//!   refused as a whole with [`GateError::QueueFull`] (HTTP 503 with `Retry-After`) before
+//!   any of its batches is queued: nothing is buffered without bound.
+//! - A bad line never blocks a good one: parse errors are collected per line, and the good
+//!   lines of the same body are still written.
+//! - Parsing and engine writes never run on the async runtime's threads.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
+
+use crossbeam::channel::{Receiver, Sender, TrySendError, bounded};
+use parking_lot::Mutex;
+use tempora_lineproto::{LineError, ParseOptions, ParsedBody};
+use tempora_model::RowBatch;
+use tempora_storage::{Engine, StorageError, WriteOutcome};
+
+/// Limits of the gate.
+#[derive(Debug, Clone)]
+pub struct GateOptions {
+    /// Parsed batches waiting for the engine, at most.
+    pub queue_capacity: usize,
+    /// Threads that take batches from the queue and write them.
+    pub submitters: usize,
+    /// Bodies larger than this are parsed on all cores (split at line boundaries).
+    pub parallel_parse_bytes: usize,
+    /// Threads used to parse one large body.
+    pub parse_threads: usize,
+}
+
+impl Default for GateOptions {
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        Self {
+            queue_capacity: 1024,
+            submitters: 4 * cores,
+            parallel_parse_bytes: 1 << 20,
+            parse_threads: cores,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    #[error("the ingest queue is full ({capacity} batches); retry later")]
+    QueueFull { capacity: usize },
+    #[error("the gate is shut down")]
+    ShutDown,
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+/// A rejected line: 1-based number and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejected {
+    pub line: usize,
+    pub reason: String,
+}
+
+/// What a body's write came to.
+#[derive(Debug, Default)]
+pub struct Ingested {
+    pub rows: usize,
+    pub rejected: Vec<Rejected>,
+}
+
+struct Job {
+    batch: RowBatch,
+    reply: tokio::sync::oneshot::Sender<Result<WriteOutcome, StorageError>>,
+}
+
+/// Counters the server exports.
+#[derive(Debug, Default)]
+pub struct GateMetrics {
+    pub bodies: AtomicU64,
+    pub body_bytes: AtomicU64,
+    pub rows: AtomicU64,
+    pub rejected_lines: AtomicU64,
+    pub queue_full: AtomicU64,
+}
+
+pub struct Gate {
+    opts: GateOptions,
+    /// `None` once shut down.
+    tx: Mutex<Option<Sender<Job>>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    pub metrics: Arc<GateMetrics>,
+}
+
+impl Gate {
+    pub fn start(engine: Arc<Engine>, opts: GateOptions) -> Self {
+        assert!(
+            opts.queue_capacity > 0 && opts.submitters > 0,
+            "gate limits must be positive"
+        );
+        let (tx, rx) = bounded::<Job>(opts.queue_capacity);
+        let threads = (0..opts.submitters)
+            .map(|i| {
+                let (rx, engine): (Receiver<Job>, _) = (rx.clone(), engine.clone());
+                std::thread::Builder::new()
+                    .name(format!("tempora-gate-{i}"))
+                    .spawn(move || {
+                        for job in rx {
+                            let _ = job.reply.send(engine.write(job.batch));
+                        }
+                    })
+                    .expect("spawn gate thread")
+            })
+            .collect();
+        Self {
+            opts,
+            tx: Mutex::new(Some(tx)),
+            threads: Mutex::new(threads),
+            metrics: Arc::default(),
+        }
+    }
+
+    /// Batches waiting now.
+    pub fn queue_depth(&self) -> usize {
+        self.tx.lock().as_ref().map_or(0, |t| t.len())
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.opts.queue_capacity
+    }
+
+    /// Parses a body (blocking; call it off the async runtime).
+    pub fn parse(&self, body: &[u8], opts: &ParseOptions) -> ParsedBody {
+        if body.len() < self.opts.parallel_parse_bytes || self.opts.parse_threads < 2 {
+            return tempora_lineproto::parse(body, opts);
+        }
+        let chunks = tempora_lineproto::split_chunks(body, self.opts.parse_threads);
+        let parts: Vec<ParsedBody> = std::thread::scope(|s| {
+            let handles: Vec<_> = chunks
+                .iter()
+                .map(|(first, chunk)| {
+                    s.spawn(move || tempora_lineproto::parse_from_line(chunk, *first, opts))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("parse thread"))
+                .collect()
+        });
+        let mut out = ParsedBody::default();
+        for p in parts {
+            out.rows += p.rows;
+            out.errors.extend(p.errors);
+            out.batches.extend(p.batches);
+            out.line_numbers.extend(p.line_numbers);
+        }
+        out
+    }
+
+    /// Queues the parsed batches and waits for the engine; returns the rows written and every
+    /// rejected line (parse errors and rows the engine refused), sorted by line.
+    pub async fn write(&self, parsed: ParsedBody) -> Result<Ingested, GateError> {
+        self.metrics.bodies.fetch_add(1, Ordering::Relaxed);
+        let ParsedBody {
+            batches,
+            errors,
+            line_numbers,
+            ..
+        } = parsed;
+        let tx = self.tx.lock().clone().ok_or(GateError::ShutDown)?;
+        if tx.len() + batches.len() > self.opts.queue_capacity {
+            self.metrics.queue_full.fetch_add(1, Ordering::Relaxed);
+            return Err(GateError::QueueFull {
+                capacity: self.opts.queue_capacity,
+            });
+        }
+        let mut waits = Vec::with_capacity(batches.len());
+        for batch in batches {
+            let (reply, rx) = tokio::sync::oneshot::channel();
+            match tx.try_send(Job { batch, reply }) {
+                Ok(()) => waits.push(rx),
+                Err(TrySendError::Full(job)) => {
+                    // Another request filled the queue since the check: wait for room, off
+                    // the runtime, rather than drop a batch of a request already under way.
+                    let tx = tx.clone();
+                    tokio::task::spawn_blocking(move || tx.send(job).map_err(drop))
+                        .await
+                        .map_err(|_| GateError::ShutDown)?
+                        .map_err(|_| GateError::ShutDown)?;
+                    waits.push(rx);
+                }
+                Err(TrySendError::Disconnected(_)) => return Err(GateError::ShutDown),
+            }
+        }
+        let mut out = Ingested::default();
+        out.rejected.extend(
+            errors
+                .into_iter()
+                .map(|LineError { line, message, .. }| Rejected {
+                    line,
+                    reason: message,
+                }),
+        );
+        let mut first_err = None;
+        for (rx, lines) in waits.into_iter().zip(line_numbers) {
+            match rx.await {
+                Ok(Ok(o)) => {
+                    out.rows += o.written;
+                    out.rejected
+                        .extend(o.rejected.into_iter().map(|r| Rejected {
+                            line: lines[r.row],
+                            reason: r.reason,
+                        }));
+                }
+                Ok(Err(e)) => first_err = first_err.or(Some(e)),
+                Err(_) => first_err = first_err.or(Some(StorageError::ShutDown)),
+            }
+        }
+        if let Some(e) = first_err {
+            return Err(e.into());
+        }
+        out.rejected.sort_by_key(|r| r.line);
+        self.metrics
+            .rows
+            .fetch_add(out.rows as u64, Ordering::Relaxed);
+        self.metrics
+            .rejected_lines
+            .fetch_add(out.rejected.len() as u64, Ordering::Relaxed);
+        Ok(out)
+    }
+
+    /// Stops the submitters once the queue is drained.
+    pub fn shutdown(&self) {
+        self.tx.lock().take();
+        for t in self.threads.lock().drain(..) {
+            let _ = t.join();
+        }
+    }
+}

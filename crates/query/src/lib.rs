@@ -1,0 +1,51 @@
+//! Tempora SQL: DataFusion over the storage engine.
+//!
+//! Naming: a Tempora database is a DataFusion catalog with one schema, `public`; the engine
+//! stores table `t` of database `db` under the name `db.t` (database names hold no `.`). A
+//! [`QueryService`] keeps one `SessionContext` per database, whose default catalog is that
+//! database, so unqualified names resolve in it and other databases are reachable as
+//! `other.public.t`.
+//!
+//! Invariants:
+//! - Engine calls (which block) run on the blocking pool, never on the async runtime.
+//! - Every query runs under the configured memory pool limit; [`QueryLimits`] names them.
+//! - Simple `INSERT … VALUES` statements take [`insert::fast_insert`], which bypasses the
+//!   planner; anything else goes through DataFusion.
+
+pub mod catalog;
+pub mod convert;
+pub mod error;
+pub mod insert;
+pub mod service;
+pub mod table;
+
+pub use error::{QueryError, Result};
+pub use service::{QueryLimits, QueryService};
+
+/// The only schema inside a database.
+pub const SCHEMA: &str = "public";
+
+/// The engine's name for table `table` of database `db`.
+pub fn engine_table(db: &str, table: &str) -> String {
+    format!("{db}.{table}")
+}
+
+/// Splits an engine table name into (database, table).
+pub fn split_engine_table(name: &str) -> Option<(&str, &str)> {
+    name.split_once('.')
+}
+
+/// Checks a database name: what [`tempora_model::validate_name`] allows, without `.`.
+pub fn validate_database(name: &str) -> Result<()> {
+    tempora_model::validate_name(name).map_err(|e| QueryError::InvalidDatabase {
+        name: name.chars().take(64).collect(),
+        reason: e.to_string(),
+    })?;
+    if name.contains('.') {
+        return Err(QueryError::InvalidDatabase {
+            name: name.chars().take(64).collect(),
+            reason: "a database name must not contain '.'".into(),
+        });
+    }
+    Ok(())
+}

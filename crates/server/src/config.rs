@@ -1,0 +1,273 @@
+//! Server configuration: defaults < TOML file (`--config`) < `TEMPORA_*` environment
+//! variables < command-line flags. Every key is a flat name (`http_addr`, `max_body_bytes`);
+//! its environment variable is `TEMPORA_` plus the name in capitals.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Where the data lives.
+    pub data_dir: PathBuf,
+    /// HTTP: InfluxDB writes, SQL, health, metrics.
+    pub http_addr: String,
+    /// PostgreSQL wire protocol.
+    pub pg_addr: String,
+    /// When set, PostgreSQL clients must authenticate as `pg_user` with this password.
+    pub pg_password: Option<String>,
+    pub pg_user: String,
+    /// Database used when a request names none.
+    pub default_database: String,
+    /// Largest request body, also after gzip decompression (bytes).
+    pub max_body_bytes: usize,
+    /// Longest line-protocol line (bytes).
+    pub max_line_bytes: usize,
+    /// Parsed batches waiting for the engine, at most.
+    pub ingest_queue_batches: usize,
+    /// `sync` (default), `none`, or an interval in milliseconds such as `100ms`.
+    pub wal_sync: String,
+    /// Region worker threads (0 = one per core).
+    pub workers: usize,
+    /// Memory all queries may hold together (bytes).
+    pub query_memory_bytes: usize,
+    /// Longest a query may run (seconds).
+    pub query_timeout_secs: u64,
+    /// Rows in a SQL result sent over HTTP, at most.
+    pub max_result_rows: usize,
+    /// `text` or `json` logs.
+    pub log_format: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            data_dir: PathBuf::from("tempora-data"),
+            http_addr: "127.0.0.1:8086".into(),
+            pg_addr: "127.0.0.1:5433".into(),
+            pg_password: None,
+            pg_user: "tempora".into(),
+            default_database: "public".into(),
+            max_body_bytes: 64 << 20,
+            max_line_bytes: 64 << 10,
+            ingest_queue_batches: 1024,
+            wal_sync: "sync".into(),
+            workers: 0,
+            query_memory_bytes: 2 << 30,
+            query_timeout_secs: 300,
+            max_result_rows: 1_000_000,
+            log_format: "text".into(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("config file {path}: {reason}")]
+    File { path: String, reason: String },
+    #[error("{source_name}: unknown setting {key:?}")]
+    Unknown { source_name: String, key: String },
+    #[error("{source_name}: {key} = {value:?}: {reason}")]
+    Invalid {
+        source_name: String,
+        key: String,
+        value: String,
+        reason: String,
+    },
+}
+
+impl Config {
+    /// Builds the configuration from its four layers.
+    pub fn load(
+        file: Option<&std::path::Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+        flags: &[(String, String)],
+    ) -> Result<Self, ConfigError> {
+        let mut c = match file {
+            Some(p) => {
+                let file_err = |reason: String| ConfigError::File {
+                    path: p.display().to_string(),
+                    reason,
+                };
+                let text = std::fs::read_to_string(p).map_err(|e| file_err(e.to_string()))?;
+                toml::from_str(&text).map_err(|e| file_err(e.to_string()))?
+            }
+            None => Config::default(),
+        };
+        for (k, v) in env {
+            if let Some(key) = k.strip_prefix("TEMPORA_") {
+                c.set("environment", &key.to_ascii_lowercase(), &v)?;
+            }
+        }
+        for (k, v) in flags {
+            c.set("command line", k, v)?;
+        }
+        c.validate()?;
+        Ok(c)
+    }
+
+    /// Sets one key from its text form.
+    pub fn set(&mut self, source_name: &str, key: &str, value: &str) -> Result<(), ConfigError> {
+        let invalid = |reason: &str| ConfigError::Invalid {
+            source_name: source_name.into(),
+            key: key.into(),
+            value: value.into(),
+            reason: reason.into(),
+        };
+        let num = |v: &str| {
+            v.parse::<usize>()
+                .map_err(|_| invalid("expected a whole number"))
+        };
+        match key {
+            "data_dir" => self.data_dir = value.into(),
+            "http_addr" => self.http_addr = value.into(),
+            "pg_addr" => self.pg_addr = value.into(),
+            "pg_password" => self.pg_password = (!value.is_empty()).then(|| value.into()),
+            "pg_user" => self.pg_user = value.into(),
+            "default_database" => self.default_database = value.into(),
+            "max_body_bytes" => self.max_body_bytes = num(value)?,
+            "max_line_bytes" => self.max_line_bytes = num(value)?,
+            "ingest_queue_batches" => self.ingest_queue_batches = num(value)?,
+            "wal_sync" => self.wal_sync = value.into(),
+            "workers" => self.workers = num(value)?,
+            "query_memory_bytes" => self.query_memory_bytes = num(value)?,
+            "query_timeout_secs" => self.query_timeout_secs = num(value)? as u64,
+            "max_result_rows" => self.max_result_rows = num(value)?,
+            "log_format" => self.log_format = value.into(),
+            _ => {
+                return Err(ConfigError::Unknown {
+                    source_name: source_name.into(),
+                    key: key.into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |key: &str, value: String, reason: &str| ConfigError::Invalid {
+            source_name: "configuration".into(),
+            key: key.into(),
+            value,
+            reason: reason.into(),
+        };
+        self.sync_policy()
+            .map_err(|r| bad("wal_sync", self.wal_sync.clone(), &r))?;
+        for (k, v) in [("http_addr", &self.http_addr), ("pg_addr", &self.pg_addr)] {
+            v.parse::<std::net::SocketAddr>()
+                .map_err(|_| bad(k, v.clone(), "expected HOST:PORT with an IP address"))?;
+        }
+        for (k, v) in [
+            ("max_body_bytes", self.max_body_bytes),
+            ("max_line_bytes", self.max_line_bytes),
+            ("ingest_queue_batches", self.ingest_queue_batches),
+            ("max_result_rows", self.max_result_rows),
+        ] {
+            if v == 0 {
+                return Err(bad(k, "0".into(), "must be positive"));
+            }
+        }
+        if !matches!(self.log_format.as_str(), "text" | "json") {
+            return Err(bad(
+                "log_format",
+                self.log_format.clone(),
+                "expected text or json",
+            ));
+        }
+        tempora_query::validate_database(&self.default_database).map_err(|e| {
+            bad(
+                "default_database",
+                self.default_database.clone(),
+                &e.to_string(),
+            )
+        })?;
+        Ok(())
+    }
+
+    /// The WAL sync policy `wal_sync` names.
+    pub fn sync_policy(&self) -> Result<tempora_storage::options::SyncPolicy, String> {
+        match self.wal_sync.as_str() {
+            "sync" => Ok(tempora_storage::options::SyncPolicy::Sync),
+            "none" => Ok(tempora_storage::options::SyncPolicy::None),
+            s => {
+                let ms = s
+                    .strip_suffix("ms")
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .ok_or("expected sync, none, or an interval like 100ms")?;
+                Ok(tempora_storage::options::SyncPolicy::Interval(
+                    Duration::from_millis(ms),
+                ))
+            }
+        }
+    }
+
+    /// The configuration as TOML (what `tempora config show` prints).
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).expect("config serializes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layers_override_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t.toml");
+        std::fs::write(
+            &file,
+            "http_addr = \"127.0.0.1:1000\"\npg_addr = \"127.0.0.1:2000\"\nworkers = 3\n",
+        )
+        .unwrap();
+        let env = vec![
+            ("TEMPORA_PG_ADDR".to_string(), "127.0.0.1:3000".to_string()),
+            ("TEMPORA_WORKERS".to_string(), "4".to_string()),
+            ("HOME".to_string(), "/root".to_string()),
+        ];
+        let flags = vec![("workers".to_string(), "5".to_string())];
+        let c = Config::load(Some(&file), env, &flags).unwrap();
+        assert_eq!(c.http_addr, "127.0.0.1:1000", "file over default");
+        assert_eq!(c.pg_addr, "127.0.0.1:3000", "environment over file");
+        assert_eq!(c.workers, 5, "flag over environment");
+        assert_eq!(c.max_body_bytes, 64 << 20, "default kept");
+    }
+
+    #[test]
+    fn bad_settings_are_named() {
+        let cases: &[(&str, &str, &str)] = &[
+            ("TEMPORA_NOPE", "1", "unknown setting \"nope\""),
+            (
+                "TEMPORA_WORKERS",
+                "many",
+                "workers = \"many\": expected a whole number",
+            ),
+            ("TEMPORA_WAL_SYNC", "sometimes", "wal_sync"),
+            ("TEMPORA_HTTP_ADDR", "localhost", "http_addr"),
+            ("TEMPORA_MAX_BODY_BYTES", "0", "must be positive"),
+            ("TEMPORA_DEFAULT_DATABASE", "a.b", "must not contain '.'"),
+        ];
+        for (k, v, want) in cases {
+            let err = Config::load(None, vec![(k.to_string(), v.to_string())], &[])
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(want), "{k}={v}: {err}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("bad.toml");
+        std::fs::write(&file, "colour = 1\n").unwrap();
+        let err = Config::load(Some(&file), Vec::new(), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("bad.toml") && err.contains("colour"), "{err}");
+    }
+
+    #[test]
+    fn shown_config_loads_back_the_same() {
+        let c = Config::default();
+        let back: Config = toml::from_str(&c.to_toml()).unwrap();
+        assert_eq!(back, c);
+    }
+}

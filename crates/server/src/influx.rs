@@ -1,0 +1,246 @@
+//! InfluxDB-compatible endpoints: `/write` (v1), `/api/v2/write`, `/query` (the statements
+//! clients and loaders send at start), `/ping`.
+//!
+//! Choices: writing to a database that does not exist creates it (as QuestDB and GreptimeDB
+//! do); a body with some bad lines stores the good ones and answers 400 with every rejected
+//! line by number and reason.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use tempora_lineproto::{ParseOptions, Precision};
+
+use crate::body::read_body;
+use crate::error::ServerError;
+use crate::state::AppState;
+
+type Params = Query<HashMap<String, String>>;
+
+pub async fn ping() -> Response {
+    (
+        StatusCode::NO_CONTENT,
+        [
+            ("X-Influxdb-Version", "1.8.10"),
+            ("X-Influxdb-Build", "OSS"),
+        ],
+    )
+        .into_response()
+}
+
+pub async fn write_v1(
+    State(s): State<Arc<AppState>>,
+    Query(p): Params,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let db = p.get("db").cloned();
+    write(s, db, p.get("precision").cloned(), headers, body).await
+}
+
+pub async fn write_v2(
+    State(s): State<Arc<AppState>>,
+    Query(p): Params,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let db = p.get("bucket").cloned();
+    write(s, db, p.get("precision").cloned(), headers, body).await
+}
+
+async fn write(
+    s: Arc<AppState>,
+    db: Option<String>,
+    precision: Option<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    match write_inner(&s, db, precision, headers, body).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn write_inner(
+    s: &Arc<AppState>,
+    db: Option<String>,
+    precision: Option<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ServerError> {
+    let inner = s.ready()?;
+    let db = db.unwrap_or_else(|| s.config.default_database.clone());
+    let precision: Precision = match precision.as_deref() {
+        None | Some("") => Precision::default(),
+        Some(p) => p
+            .parse()
+            .map_err(|e: tempora_lineproto::Error| ServerError::BadRequest(e.to_string()))?,
+    };
+    inner.query.dbs.create(&db)?;
+    let body = read_body(&headers, body, s.config.max_body_bytes).await?;
+    s.metrics.ingest_bytes.inc_by(body.len() as u64);
+    let mut opts = ParseOptions::new(precision, inner.clock_ns());
+    opts.max_line_bytes = s.config.max_line_bytes;
+    let gate = inner.gate.clone();
+    let db2 = db.clone();
+    let parsed = tokio::task::spawn_blocking(move || {
+        let mut parsed = gate.parse(&body, &opts);
+        for b in &mut parsed.batches {
+            let name = tempora_query::engine_table(&db2, b.table());
+            if let Err(e) = b.set_table(&name) {
+                return Err(ServerError::BadRequest(format!(
+                    "measurement {:?}: {e}",
+                    b.table()
+                )));
+            }
+        }
+        Ok(parsed)
+    })
+    .await
+    .map_err(|e| ServerError::Internal(e.to_string()))??;
+    let total = parsed.rows + parsed.errors.len();
+    let out = inner.gate.write(parsed).await?;
+    s.metrics.ingest_rows.inc_by(out.rows as u64);
+    if out.rejected.is_empty() {
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
+    let rejected: Vec<_> = out
+        .rejected
+        .iter()
+        .map(|r| json!({ "line": r.line, "reason": r.reason }))
+        .collect();
+    let body = json!({
+        "error": format!("{} of {} lines rejected; the other {} were written", out.rejected.len(), total, out.rows),
+        "written": out.rows,
+        "rejected": rejected,
+    });
+    Ok((StatusCode::BAD_REQUEST, axum::Json(body)).into_response())
+}
+
+/// `/query?q=`: `SHOW DATABASES`, `CREATE DATABASE x`, `DROP DATABASE x`, in InfluxDB's JSON.
+pub async fn query(
+    State(s): State<Arc<AppState>>,
+    Query(p): Params,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let q = match p.get("q") {
+        Some(q) => q.clone(),
+        None => {
+            // Clients may POST the query as a form body.
+            let raw = read_body(&headers, body, 1 << 20).await.unwrap_or_default();
+            let form: HashMap<String, String> =
+                serde_urlencoded_lite(&String::from_utf8_lossy(&raw));
+            form.get("q").cloned().unwrap_or_default()
+        }
+    };
+    match influxql(&s, &q) {
+        Ok(results) => axum::Json(json!({ "results": results })).into_response(),
+        Err(e) => (e.status(), axum::Json(json!({ "error": e.to_string() }))).into_response(),
+    }
+}
+
+fn serde_urlencoded_lite(s: &str) -> HashMap<String, String> {
+    url_pairs(s).collect()
+}
+
+fn url_pairs(s: &str) -> impl Iterator<Item = (String, String)> + '_ {
+    s.split('&').filter_map(|kv| {
+        let (k, v) = kv.split_once('=')?;
+        Some((percent_decode(k), percent_decode(v)))
+    })
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 3 <= b.len() => {
+                match u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("zz"), 16)
+                {
+                    Ok(v) => {
+                        out.push(v);
+                        i += 2;
+                    }
+                    Err(_) => out.push(b'%'),
+                }
+            }
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Runs the InfluxQL statements a client sends at start; one result per statement.
+fn influxql(s: &AppState, q: &str) -> Result<Vec<serde_json::Value>, ServerError> {
+    let inner = s.ready()?;
+    let mut results = Vec::new();
+    for (id, stmt) in q
+        .split(';')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .enumerate()
+    {
+        let words: Vec<&str> = stmt.split_whitespace().collect();
+        let upper: Vec<String> = words.iter().map(|w| w.to_ascii_uppercase()).collect();
+        let name = |i: usize| words.get(i).map(|w| w.trim_matches('"').to_string());
+        let r = match upper
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .as_slice()
+        {
+            ["SHOW", "DATABASES"] => {
+                let values: Vec<_> = inner
+                    .query
+                    .dbs
+                    .list()
+                    .into_iter()
+                    .map(|d| json!([d]))
+                    .collect();
+                json!({ "statement_id": id, "series": [{ "name": "databases", "columns": ["name"], "values": values }] })
+            }
+            ["CREATE", "DATABASE", _, ..] => {
+                inner.query.dbs.create(&name(2).expect("matched"))?;
+                json!({ "statement_id": id })
+            }
+            ["DROP", "DATABASE", _] => {
+                let db = name(2).expect("matched");
+                inner.query.dbs.drop_database(&db)?;
+                inner.query.forget(&db);
+                json!({ "statement_id": id })
+            }
+            _ => {
+                json!({ "statement_id": id, "error": format!("unsupported InfluxQL statement {stmt:?}: use SQL at /api/v1/sql or the PostgreSQL port") })
+            }
+        };
+        results.push(r);
+    }
+    Ok(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percent_decode;
+
+    #[test]
+    fn percent_decoding() {
+        for (raw, want) in [
+            ("a+b", "a b"),
+            ("SHOW%20DATABASES", "SHOW DATABASES"),
+            ("100%", "100%"),
+            ("%zz", "%zz"),
+            ("%4", "%4"),
+        ] {
+            assert_eq!(percent_decode(raw), want, "{raw}");
+        }
+    }
+}

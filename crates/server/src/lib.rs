@@ -1,0 +1,166 @@
+//! The Tempora server: InfluxDB-compatible writes and SQL over HTTP, the PostgreSQL wire
+//! protocol, health and metrics, over one storage engine.
+//!
+//! Start-up order: both ports are bound first (a taken port fails at once); HTTP answers at
+//! once (`/health` is 503 and writes are 503 while the WAL is replayed); then the engine opens,
+//! the gate and query service start, and the PostgreSQL port accepts connections. Shutdown
+//! (SIGTERM or Ctrl-C) stops accepting requests, drains the ingest queue, flushes memtables
+//! and closes the engine.
+
+pub mod body;
+pub mod config;
+pub mod error;
+pub mod influx;
+pub mod ops;
+pub mod pg;
+pub mod sql_http;
+pub mod state;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::routing::{get, post};
+use tempora_gate::{Gate, GateOptions};
+use tempora_query::catalog::Databases;
+use tempora_query::{QueryLimits, QueryService};
+use tempora_storage::{Engine, EngineIo, EngineOptions};
+
+pub use config::Config;
+pub use error::ServerError;
+use state::{AppState, Inner};
+
+/// The HTTP routes.
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/ping", get(influx::ping).head(influx::ping))
+        .route("/write", post(influx::write_v1))
+        .route("/api/v2/write", post(influx::write_v2))
+        .route("/query", get(influx::query).post(influx::query))
+        .route("/api/v1/sql", get(sql_http::sql).post(sql_http::sql))
+        .route("/health", get(ops::health))
+        .route("/metrics", get(ops::metrics))
+        .with_state(state)
+}
+
+fn engine_options(c: &Config) -> Result<EngineOptions, ServerError> {
+    let mut o = EngineOptions::default();
+    if c.workers > 0 {
+        o.workers = c.workers;
+    }
+    o.wal_sync = c.sync_policy().map_err(ServerError::BadRequest)?;
+    Ok(o)
+}
+
+/// Opens the engine and starts everything behind it (blocking: runs WAL replay).
+fn open(c: &Config) -> Result<Inner, ServerError> {
+    std::fs::create_dir_all(&c.data_dir).map_err(|e| {
+        ServerError::Internal(format!("data directory {}: {e}", c.data_dir.display()))
+    })?;
+    let io = EngineIo::local(c.data_dir.join("db"))?;
+    let engine = Arc::new(Engine::open(engine_options(c)?, io)?);
+    let gate = Arc::new(Gate::start(
+        engine.clone(),
+        GateOptions {
+            queue_capacity: c.ingest_queue_batches,
+            ..GateOptions::default()
+        },
+    ));
+    let dbs = Arc::new(Databases::open(
+        engine.clone(),
+        Some(c.data_dir.join("databases.json")),
+    )?);
+    dbs.create(&c.default_database)?;
+    let limits = QueryLimits {
+        memory_pool_bytes: c.query_memory_bytes,
+        timeout: std::time::Duration::from_secs(c.query_timeout_secs),
+        ..QueryLimits::default()
+    };
+    let query = QueryService::new(dbs, limits)?.with_context_hook(|ctx, db| {
+        use datafusion_postgres::datafusion_pg_catalog::pg_catalog::{
+            context::EmptyContextProvider, setup_pg_catalog,
+        };
+        if let Err(e) = setup_pg_catalog(ctx, db, EmptyContextProvider) {
+            tracing::warn!(db, error = %e, "pg_catalog could not be set up");
+        }
+    });
+    Ok(Inner {
+        engine,
+        gate,
+        query: Arc::new(query),
+    })
+}
+
+/// Runs the server until `shutdown` resolves, then stops cleanly.
+pub async fn run(
+    config: Config,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    let bind = |addr: &str| {
+        let addr = addr.to_string();
+        async move {
+            tokio::net::TcpListener::bind(&addr)
+                .await
+                .map_err(|e| ServerError::Internal(format!("cannot listen on {addr}: {e}")))
+        }
+    };
+    let http = bind(&config.http_addr).await?;
+    let pg = bind(&config.pg_addr).await?;
+    let config = Arc::new(config);
+    let state = Arc::new(AppState {
+        config: config.clone(),
+        inner: Default::default(),
+        metrics: Default::default(),
+    });
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut http_stop = stop_rx.clone();
+    let http_task = tokio::spawn(
+        axum::serve(http, router(state.clone()))
+            .with_graceful_shutdown(async move {
+                let _ = http_stop.changed().await;
+            })
+            .into_future(),
+    );
+    tracing::info!(http = %config.http_addr, pg = %config.pg_addr, data_dir = %config.data_dir.display(), "listening; opening the engine");
+    let c2 = config.clone();
+    let inner = Arc::new(
+        tokio::task::spawn_blocking(move || open(&c2))
+            .await
+            .map_err(|e| ServerError::Internal(e.to_string()))??,
+    );
+    let _ = state.inner.set(inner.clone());
+    let handlers = Arc::new(pg::Handlers {
+        dispatch: pg::PgDispatch::new(inner.query.clone(), config.default_database.clone()),
+    });
+    let pg_task = tokio::spawn(pg::serve(pg, handlers));
+    tracing::info!("ready");
+    shutdown.await;
+    tracing::info!("shutting down: draining writes and flushing memtables");
+    let _ = stop_tx.send(true);
+    pg_task.abort();
+    let _ = http_task.await;
+    let inner2 = inner.clone();
+    tokio::task::spawn_blocking(move || {
+        inner2.gate.shutdown();
+        inner2.engine.flush()
+    })
+    .await
+    .map_err(|e| ServerError::Internal(e.to_string()))??;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+pub async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("SIGTERM handler");
+        tokio::select! {
+            _ = ctrl_c => {},
+            _ = term.recv() => {},
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}

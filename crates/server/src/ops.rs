@@ -1,0 +1,97 @@
+//! Operations endpoints: `/health` and `/metrics` (Prometheus text format).
+
+use std::fmt::Write;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+use crate::state::AppState;
+
+pub async fn health(State(s): State<Arc<AppState>>) -> Response {
+    match s.inner.get() {
+        Some(_) => (StatusCode::OK, axum::Json(serde_json::json!({"status": "pass"}))).into_response(),
+        None => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [("Retry-After", "1")],
+            axum::Json(serde_json::json!({"status": "starting", "message": "replaying the write-ahead log"})),
+        )
+            .into_response(),
+    }
+}
+
+pub async fn metrics(State(s): State<Arc<AppState>>) -> Response {
+    let mut out = String::new();
+    let mut counter = |name: &str, help: &str, v: u64| {
+        let _ = write!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}\n"
+        );
+    };
+    let m = &s.metrics;
+    counter(
+        "tempora_ingest_bytes_total",
+        "Request body bytes received for writes.",
+        m.ingest_bytes.get(),
+    );
+    counter(
+        "tempora_ingest_rows_total",
+        "Rows written through HTTP.",
+        m.ingest_rows.get(),
+    );
+    counter(
+        "tempora_queries_total",
+        "SQL statements run over HTTP.",
+        m.queries.get(),
+    );
+    counter(
+        "tempora_query_errors_total",
+        "SQL statements that failed.",
+        m.query_errors.get(),
+    );
+    counter(
+        "tempora_query_seconds_sum",
+        "Sum of SQL latencies, microseconds / 1e6 rounded down.",
+        m.query_micros.get() / 1_000_000,
+    );
+    let mut gauges = Vec::new();
+    if let Some(inner) = s.inner.get() {
+        for (name, help, v) in inner.engine.metrics().counters() {
+            counter(name, help, v);
+        }
+        let g = &inner.gate.metrics;
+        counter(
+            "tempora_ingest_queue_full_total",
+            "Write requests refused because the ingest queue was full.",
+            g.queue_full.load(std::sync::atomic::Ordering::Relaxed),
+        );
+        gauges.push((
+            "tempora_ingest_queue_depth",
+            "Parsed batches waiting for the engine.",
+            inner.gate.queue_depth() as u64,
+        ));
+        gauges.push((
+            "tempora_ingest_queue_capacity",
+            "Capacity of the ingest queue.",
+            inner.gate.capacity() as u64,
+        ));
+        gauges.push((
+            "tempora_memtable_bytes",
+            "Bytes held in memtables.",
+            inner.engine.memtable_bytes() as u64,
+        ));
+    }
+    gauges.push((
+        "tempora_ready",
+        "1 once the write-ahead log is replayed.",
+        s.inner.get().is_some() as u64,
+    ));
+    for (name, help, v) in gauges {
+        let _ = write!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}\n"
+        );
+    }
+    ([("Content-Type", "text/plain; version=0.0.4")], out).into_response()
+}
