@@ -16,7 +16,7 @@ use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::logical_expr::{BinaryExpr, Expr, Operator, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
-use tempora_model::{ColumnKind, TableSchema};
+use tempora_model::TableSchema;
 use tempora_storage::{Engine, Matcher, ScanRequest};
 
 pub struct TemporaTable {
@@ -255,9 +255,4 @@ impl TableProvider for TemporaTable {
             None,
         )))
     }
-}
-
-/// Column kinds of a table, by name.
-pub fn column_kind(schema: &TableSchema, name: &str) -> Option<ColumnKind> {
-    schema.kind(name)
 }

@@ -83,7 +83,7 @@ async fn write_inner(
     inner.query.dbs.create(&db)?;
     let body = read_body(&headers, body, s.config.max_body_bytes).await?;
     s.metrics.ingest_bytes.inc_by(body.len() as u64);
-    let mut opts = ParseOptions::new(precision, inner.clock_ns());
+    let mut opts = ParseOptions::new(precision, crate::state::now_ns());
     opts.max_line_bytes = s.config.max_line_bytes;
     let gate = inner.gate.clone();
     let db2 = db.clone();
@@ -133,8 +133,7 @@ pub async fn query(
         None => {
             // Clients may POST the query as a form body.
             let raw = read_body(&headers, body, 1 << 20).await.unwrap_or_default();
-            let form: HashMap<String, String> =
-                serde_urlencoded_lite(&String::from_utf8_lossy(&raw));
+            let form: HashMap<String, String> = url_pairs(&String::from_utf8_lossy(&raw)).collect();
             form.get("q").cloned().unwrap_or_default()
         }
     };
@@ -142,10 +141,6 @@ pub async fn query(
         Ok(results) => axum::Json(json!({ "results": results })).into_response(),
         Err(e) => (e.status(), axum::Json(json!({ "error": e.to_string() }))).into_response(),
     }
-}
-
-fn serde_urlencoded_lite(s: &str) -> HashMap<String, String> {
-    url_pairs(s).collect()
 }
 
 fn url_pairs(s: &str) -> impl Iterator<Item = (String, String)> + '_ {

@@ -23,12 +23,8 @@ pub async fn health(State(s): State<Arc<AppState>>) -> Response {
 
 pub async fn metrics(State(s): State<Arc<AppState>>) -> Response {
     let mut out = String::new();
-    let mut counter = |name: &str, help: &str, v: u64| {
-        let _ = write!(
-            out,
-            "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}\n"
-        );
-    };
+    let mut counter =
+        |name: &str, help: &str, v: u64| write_metric(&mut out, "counter", name, help, v);
     let m = &s.metrics;
     counter(
         "tempora_ingest_bytes_total",
@@ -88,10 +84,15 @@ pub async fn metrics(State(s): State<Arc<AppState>>) -> Response {
         s.inner.get().is_some() as u64,
     ));
     for (name, help, v) in gauges {
-        let _ = write!(
-            out,
-            "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}\n"
-        );
+        write_metric(&mut out, "gauge", name, help, v);
     }
     ([("Content-Type", "text/plain; version=0.0.4")], out).into_response()
+}
+
+/// Appends one metric in the Prometheus text format.
+fn write_metric(out: &mut String, kind: &str, name: &str, help: &str, v: u64) {
+    let _ = write!(
+        out,
+        "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}\n"
+    );
 }

@@ -129,9 +129,7 @@ impl SimpleQueryHandler for PgDispatch {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let db = self.database(client);
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as i64);
+        let now = crate::state::now_ns();
         if let Some(r) = self.query.try_fast_insert(&db, query, now).await {
             let n = r.map_err(|e| {
                 PgWireError::UserError(Box::new(ErrorInfo::new(

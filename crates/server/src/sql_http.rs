@@ -63,7 +63,7 @@ async fn run(
     if db == s.config.default_database {
         inner.query.dbs.create(&db)?;
     }
-    let out = inner.query.sql(&db, &q, inner.clock_ns()).await?;
+    let out = inner.query.sql(&db, &q, crate::state::now_ns()).await?;
     let rows: usize = out.batches.iter().map(|b| b.num_rows()).sum();
     if rows > s.config.max_result_rows {
         return Err(ServerError::BadRequest(format!(

@@ -18,13 +18,11 @@ pub struct Inner {
     pub query: Arc<QueryService>,
 }
 
-impl Inner {
-    /// Wall-clock now in nanoseconds (stamps lines without a timestamp).
-    pub fn clock_ns(&self) -> i64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as i64)
-    }
+/// Wall-clock now in nanoseconds (stamps rows written without a time).
+pub fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
 }
 
 #[derive(Default)]
