@@ -4,6 +4,8 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::Instant;
 
+use tempora_server::csv_import::{self, CsvSpec};
+
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
 #[derive(clap::Args)]
@@ -244,65 +246,17 @@ pub struct ImportArgs {
     batch: usize,
 }
 
-/// Escapes a line-protocol name (measurement, tag key/value, field key).
-fn esc(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace(',', "\\,")
-        .replace('=', "\\=")
-        .replace(' ', "\\ ")
-}
-
-fn field(v: &str) -> String {
-    if v.parse::<i64>().is_ok() {
-        format!("{v}i")
-    } else if v.parse::<f64>().is_ok_and(f64::is_finite) || matches!(v, "true" | "false") {
-        v.to_string()
-    } else {
-        format!("\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\""))
-    }
-}
-
-fn time_ns(v: &str) -> Option<i64> {
-    v.parse::<i64>().ok().or_else(|| chrono_like_rfc3339(v))
-}
-
-/// Parses `YYYY-MM-DDTHH:MM:SS[.f]Z` (or a space for `T`) to nanoseconds, in UTC.
-fn chrono_like_rfc3339(v: &str) -> Option<i64> {
-    let v = v.trim().trim_end_matches('Z').replace(' ', "T");
-    let (date, time) = v.split_once('T').unwrap_or((&v, "00:00:00"));
-    let mut d = date.split('-').map(|x| x.parse::<i64>());
-    let (y, m, dd) = (d.next()?.ok()?, d.next()?.ok()?, d.next()?.ok()?);
-    let (hms, frac) = time.split_once('.').unwrap_or((time, ""));
-    let mut t = hms.split(':').map(|x| x.parse::<i64>());
-    let (h, mi, s) = (
-        t.next()?.ok()?,
-        t.next()?.ok()?,
-        t.next().unwrap_or(Ok(0)).ok()?,
-    );
-    // Days from civil (Howard Hinnant's algorithm).
-    let y2 = if m <= 2 { y - 1 } else { y };
-    let era = y2.div_euclid(400);
-    let yoe = y2 - era * 400;
-    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + dd - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let frac_ns = if frac.is_empty() {
-        0
-    } else {
-        format!("{frac:0<9}")[..9].parse::<i64>().ok()?
-    };
-    Some(((days * 86_400 + h * 3600 + mi * 60 + s) * 1_000_000_000) + frac_ns)
-}
-
 pub fn import(args: ImportArgs) -> Res<()> {
     let f = std::fs::File::open(&args.file).map_err(|e| format!("{}: {e}", args.file.display()))?;
     let size = f.metadata()?.len();
     let mut rdr = csv::Reader::from_reader(std::io::BufReader::new(f));
     let headers = rdr.headers()?.clone();
-    let time_idx = headers
-        .iter()
-        .position(|h| h == args.time_column)
-        .ok_or_else(|| format!("no column {:?} in the header", args.time_column))?;
+    let spec = CsvSpec {
+        table: args.table.clone(),
+        time_column: args.time_column.clone(),
+        tags: args.tags.clone(),
+    };
+    let time_idx = csv_import::time_index(&headers, &spec)?;
     let bar = std::io::stderr().is_terminal().then(|| {
         let b = indicatif::ProgressBar::new(size);
         b.set_style(
@@ -313,9 +267,11 @@ pub fn import(args: ImportArgs) -> Res<()> {
     });
     let agent = agent();
     let url = format!("http://{}/write?db={}", args.host, args.db);
-    let (mut sent, mut bad, mut body, mut in_body) = (0usize, Vec::new(), String::new(), 0usize);
+    let (mut sent, mut bad, mut body) = (0usize, Vec::new(), String::new());
+    // The CSV row of each line in `body`, to name rows the server rejects.
+    let mut body_rows: Vec<usize> = Vec::new();
     let started = Instant::now();
-    let flush = |body: &mut String, first_row: usize, bad: &mut Vec<String>| -> Res<()> {
+    let flush = |body: &mut String, body_rows: &mut Vec<usize>, bad: &mut Vec<String>| -> Res<()> {
         if body.is_empty() {
             return Ok(());
         }
@@ -325,9 +281,10 @@ pub fn import(args: ImportArgs) -> Res<()> {
         if status == 400 {
             let v: serde_json::Value = serde_json::from_str(&text)?;
             for r in v["rejected"].as_array().into_iter().flatten() {
-                let line = r["line"].as_u64().unwrap_or(0) as usize + first_row;
+                let line = r["line"].as_u64().unwrap_or(0) as usize;
+                let row = body_rows.get(line.wrapping_sub(1)).copied().unwrap_or(0);
                 bad.push(format!(
-                    "server: row {line}: {}",
+                    "server: row {row}: {}",
                     r["reason"].as_str().unwrap_or("")
                 ));
             }
@@ -335,56 +292,46 @@ pub fn import(args: ImportArgs) -> Res<()> {
             return Err(format!("server answered {status}: {text}").into());
         }
         body.clear();
+        body_rows.clear();
         Ok(())
     };
-    let mut first_row = 1;
-    for (i, rec) in rdr.records().enumerate() {
+    // Column types come from the first batch of rows (the file is streamed, not held).
+    let mut records = rdr.records();
+    let first: Vec<_> = records.by_ref().take(args.batch.max(1)).collect();
+    let types =
+        csv_import::infer_types(first.iter().filter_map(|r| r.as_ref().ok()), headers.len());
+    let cols = csv_import::Columns {
+        spec: &spec,
+        headers: &headers,
+        types: &types,
+        time_idx,
+    };
+    let mut pos = 0;
+    for (i, rec) in first.into_iter().chain(records).enumerate() {
         let row = i + 1;
-        let rec = match rec {
-            Ok(r) => r,
-            Err(e) => {
-                bad.push(format!("row {row}: {e}"));
-                continue;
-            }
-        };
-        let Some(t) = rec.get(time_idx).and_then(time_ns) else {
-            bad.push(format!(
-                "row {row}: time {:?} is not RFC 3339 or nanoseconds",
-                rec.get(time_idx).unwrap_or("")
-            ));
-            continue;
-        };
-        let mut line = esc(&args.table);
-        let mut fields = Vec::new();
-        for (h, v) in headers.iter().zip(rec.iter()) {
-            if h == args.time_column || v.is_empty() {
-                continue;
-            }
-            if args.tags.iter().any(|t| t == h) {
-                line.push_str(&format!(",{}={}", esc(h), esc(v)));
-            } else {
-                fields.push(format!("{}={}", esc(h), field(v)));
-            }
+        if let Some(p) = rec.as_ref().ok().and_then(|r| r.position()) {
+            pos = p.byte();
         }
-        if fields.is_empty() {
-            bad.push(format!("row {row}: no field values"));
-            continue;
+        let line = rec
+            .map_err(|e| e.to_string())
+            .and_then(|rec| csv_import::record_to_line(&cols, &rec, 1));
+        match line {
+            Ok(l) => {
+                body.push_str(&l);
+                body.push('\n');
+                body_rows.push(row);
+                sent += 1;
+            }
+            Err(e) => bad.push(format!("row {row}: {e}")),
         }
-        if in_body == 0 {
-            first_row = row - 1;
-        }
-        body.push_str(&format!("{line} {} {t}\n", fields.join(",")));
-        in_body += 1;
-        sent += 1;
-        if in_body >= args.batch {
-            flush(&mut body, first_row, &mut bad)?;
-            in_body = 0;
+        if body_rows.len() >= args.batch {
+            flush(&mut body, &mut body_rows, &mut bad)?;
             if let Some(b) = &bar {
-                b.set_position(rec.position().map_or(0, |p| p.byte()));
+                b.set_position(pos);
             }
         }
     }
-    flush(&mut body, first_row, &mut bad)?;
+    flush(&mut body, &mut body_rows, &mut bad)?;
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
@@ -420,18 +367,5 @@ mod tests {
             vec!["select 1", "select ';'"]
         );
         assert_eq!(split_statements("  ;; "), Vec::<String>::new());
-    }
-
-    #[test]
-    fn rfc3339_times() {
-        for (s, want) in [
-            ("1970-01-01T00:00:00Z", 0),
-            ("1970-01-01 00:00:01.5", 1_500_000_000),
-            ("2024-02-29T12:00:00Z", 1_709_208_000_000_000_000),
-            ("123", 123),
-        ] {
-            assert_eq!(time_ns(s), Some(want), "{s}");
-        }
-        assert_eq!(time_ns("yesterday"), None);
     }
 }

@@ -1,6 +1,7 @@
-//! `tempora`: the server (`serve`), its configuration (`config show`), a SQL client (`sql`)
-//! and a CSV importer (`import`).
+//! `tempora`: the server (`serve`), its configuration (`config show`), a SQL client (`sql`),
+//! a CSV importer (`import`) and the benchmark tools (`bench gen`, `bench load`).
 
+mod bench;
 mod client;
 
 use std::path::PathBuf;
@@ -61,6 +62,11 @@ enum Cmd {
     Sql(client::SqlArgs),
     /// Imports a CSV file.
     Import(client::ImportArgs),
+    /// Benchmark tools: data generator and HTTP loader.
+    Bench {
+        #[command(subcommand)]
+        what: bench::BenchCmd,
+    },
 }
 
 #[derive(Subcommand)]
@@ -78,6 +84,7 @@ fn main() {
         } => flags.load().map(|c| print!("{}", c.to_toml())),
         Cmd::Sql(args) => client::sql(args),
         Cmd::Import(args) => client::import(args),
+        Cmd::Bench { what } => bench::run(what),
     };
     if let Err(e) = result {
         eprintln!("error: {e}");

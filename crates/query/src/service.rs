@@ -108,6 +108,7 @@ impl QueryService {
             .with_default_features()
             .build();
         let ctx = SessionContext::new_with_state(state);
+        crate::functions::register_all(&ctx);
         if let Some(h) = &self.hook {
             h(&ctx, db);
         }

@@ -204,8 +204,13 @@ impl Config {
     }
 
     /// The configuration as TOML (what `tempora config show` prints).
+    /// The settings as TOML, with the password (if any) masked.
     pub fn to_toml(&self) -> String {
-        toml::to_string(self).expect("config serializes")
+        let mut shown = self.clone();
+        if shown.pg_password.is_some() {
+            shown.pg_password = Some("********".into());
+        }
+        toml::to_string(&shown).expect("config serializes")
     }
 }
 
@@ -233,6 +238,15 @@ mod tests {
         assert_eq!(c.pg_addr, "127.0.0.1:3000", "environment over file");
         assert_eq!(c.workers, 5, "flag over environment");
         assert_eq!(c.max_body_bytes, 64 << 20, "default kept");
+    }
+
+    #[test]
+    fn config_show_masks_the_password() {
+        let env = vec![("TEMPORA_PG_PASSWORD".to_string(), "hunter2".to_string())];
+        let c = Config::load(None, env, &[]).unwrap();
+        assert_eq!(c.pg_password.as_deref(), Some("hunter2"));
+        let shown = c.to_toml();
+        assert!(!shown.contains("hunter2") && shown.contains("pg_password = \"********\""));
     }
 
     #[test]

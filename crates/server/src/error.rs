@@ -49,3 +49,35 @@ impl IntoResponse for ServerError {
         resp
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses() {
+        let full = ServerError::Gate(tempora_gate::GateError::QueueFull { capacity: 8 });
+        for (name, e, want) in [
+            ("bad request", ServerError::BadRequest("x".into()), 400),
+            (
+                "too large",
+                ServerError::TooLarge {
+                    limit: 1,
+                    after: "",
+                },
+                413,
+            ),
+            ("starting", ServerError::Starting, 503),
+            ("queue full", full, 503),
+            ("internal", ServerError::Internal("x".into()), 500),
+        ] {
+            let r = e.into_response();
+            assert_eq!(r.status().as_u16(), want, "{name}");
+            assert_eq!(
+                r.headers().contains_key("Retry-After"),
+                want == 503,
+                "{name}: Retry-After goes with 503 only"
+            );
+        }
+    }
+}

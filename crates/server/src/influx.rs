@@ -74,19 +74,73 @@ async fn write_inner(
 ) -> Result<Response, ServerError> {
     let inner = s.ready()?;
     let db = db.unwrap_or_else(|| s.config.default_database.clone());
-    let precision: Precision = match precision.as_deref() {
-        None | Some("") => Precision::default(),
-        Some(p) => p
-            .parse()
-            .map_err(|e: tempora_lineproto::Error| ServerError::BadRequest(e.to_string()))?,
-    };
+    let precision = parse_precision(precision.as_deref())?;
     inner.query.dbs.create(&db)?;
     let body = read_body(&headers, body, s.config.max_body_bytes).await?;
+    if body.is_empty() {
+        // As InfluxDB 2 does: an empty write is almost always a client bug.
+        return Err(ServerError::BadRequest(
+            "the request body is empty: send one or more lines of line protocol".into(),
+        ));
+    }
     s.metrics.ingest_bytes.inc_by(body.len() as u64);
+    let out = ingest_lines(s, &db, body, precision).await?;
+    Ok(out.answer(&[]))
+}
+
+pub fn parse_precision(p: Option<&str>) -> Result<Precision, ServerError> {
+    match p {
+        None | Some("") => Ok(Precision::default()),
+        Some(p) => p
+            .parse()
+            .map_err(|e: tempora_lineproto::Error| ServerError::BadRequest(e.to_string())),
+    }
+}
+
+/// What a write did, line by line.
+pub struct WriteOutcome {
+    pub written: usize,
+    /// Lines in the body (good and bad).
+    pub lines: usize,
+    /// (1-based line number, reason), in line order.
+    pub rejected: Vec<(usize, String)>,
+}
+
+impl WriteOutcome {
+    /// 204 when every line was stored; otherwise 400 naming each rejected line. `extra` are
+    /// rejections found before line protocol (CSV rows), already numbered.
+    pub fn answer(&self, extra: &[(usize, String)]) -> Response {
+        if self.rejected.is_empty() && extra.is_empty() {
+            return StatusCode::NO_CONTENT.into_response();
+        }
+        let mut all: Vec<_> = self.rejected.iter().chain(extra).collect();
+        all.sort_by_key(|r| r.0);
+        let rejected: Vec<_> = all
+            .iter()
+            .map(|(line, reason)| json!({ "line": line, "reason": reason }))
+            .collect();
+        let total = self.lines + extra.len();
+        let body = json!({
+            "error": format!("{} of {} lines rejected; the other {} were written", all.len(), total, self.written),
+            "written": self.written,
+            "rejected": rejected,
+        });
+        (StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
+    }
+}
+
+/// Parses a line-protocol body off the runtime and writes it through the gate into `db`.
+pub async fn ingest_lines(
+    s: &Arc<AppState>,
+    db: &str,
+    body: bytes::Bytes,
+    precision: Precision,
+) -> Result<WriteOutcome, ServerError> {
+    let inner = s.ready()?;
     let mut opts = ParseOptions::new(precision, crate::state::now_ns());
     opts.max_line_bytes = s.config.max_line_bytes;
     let gate = inner.gate.clone();
-    let db2 = db.clone();
+    let db2 = db.to_string();
     let parsed = tokio::task::spawn_blocking(move || {
         let mut parsed = gate.parse(&body, &opts);
         for b in &mut parsed.batches {
@@ -102,23 +156,21 @@ async fn write_inner(
     })
     .await
     .map_err(|e| ServerError::Internal(e.to_string()))??;
-    let total = parsed.rows + parsed.errors.len();
+    let lines = parsed.rows + parsed.errors.len();
     let out = inner.gate.write(parsed).await?;
     s.metrics.ingest_rows.inc_by(out.rows as u64);
-    if out.rejected.is_empty() {
-        return Ok(StatusCode::NO_CONTENT.into_response());
-    }
-    let rejected: Vec<_> = out
+    // Engine messages name the engine's table (`db.m`); the client wrote `m`.
+    let engine_prefix = format!("\"{db}.");
+    let rejected = out
         .rejected
-        .iter()
-        .map(|r| json!({ "line": r.line, "reason": r.reason }))
+        .into_iter()
+        .map(|r| (r.line, r.reason.replace(&engine_prefix, "\"")))
         .collect();
-    let body = json!({
-        "error": format!("{} of {} lines rejected; the other {} were written", out.rejected.len(), total, out.rows),
-        "written": out.rows,
-        "rejected": rejected,
-    });
-    Ok((StatusCode::BAD_REQUEST, axum::Json(body)).into_response())
+    Ok(WriteOutcome {
+        written: out.rows,
+        lines,
+        rejected,
+    })
 }
 
 /// `/query?q=`: `SHOW DATABASES`, `CREATE DATABASE x`, `DROP DATABASE x`, in InfluxDB's JSON.

@@ -9,7 +9,9 @@
 
 pub mod body;
 pub mod config;
+pub mod csv_import;
 pub mod error;
+pub mod import;
 pub mod influx;
 pub mod ops;
 pub mod pg;
@@ -37,6 +39,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/v2/write", post(influx::write_v2))
         .route("/query", get(influx::query).post(influx::query))
         .route("/api/v1/sql", get(sql_http::sql).post(sql_http::sql))
+        .route("/api/v1/import", post(import::import))
         .route("/health", get(ops::health))
         .route("/metrics", get(ops::metrics))
         .with_state(state)
@@ -128,8 +131,17 @@ pub async fn run(
             .map_err(|e| ServerError::Internal(e.to_string()))??,
     );
     let _ = state.inner.set(inner.clone());
+    let credentials = config
+        .pg_password
+        .as_deref()
+        .map(|p| Arc::new(pg::Credentials::new(&config.pg_user, p)));
     let handlers = Arc::new(pg::Handlers {
-        dispatch: pg::PgDispatch::new(inner.query.clone(), config.default_database.clone()),
+        dispatch: pg::PgDispatch::new(
+            inner.query.clone(),
+            config.default_database.clone(),
+            state.metrics.pg_query_latency.clone(),
+        ),
+        credentials,
     });
     let pg_task = tokio::spawn(pg::serve(pg, handlers));
     tracing::info!("ready");

@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
-use crate::state::AppState;
+use crate::state::{AppState, Histogram};
 
 pub async fn health(State(s): State<Arc<AppState>>) -> Response {
     match s.inner.get() {
@@ -46,11 +46,6 @@ pub async fn metrics(State(s): State<Arc<AppState>>) -> Response {
         "SQL statements that failed.",
         m.query_errors.get(),
     );
-    counter(
-        "tempora_query_seconds_sum",
-        "Sum of SQL latencies, microseconds / 1e6 rounded down.",
-        m.query_micros.get() / 1_000_000,
-    );
     let mut gauges = Vec::new();
     if let Some(inner) = s.inner.get() {
         for (name, help, v) in inner.engine.metrics().counters() {
@@ -86,6 +81,16 @@ pub async fn metrics(State(s): State<Arc<AppState>>) -> Response {
     for (name, help, v) in gauges {
         write_metric(&mut out, "gauge", name, help, v);
     }
+    let _ = writeln!(
+        out,
+        "# HELP tempora_query_duration_seconds Latency of SQL statements, by protocol.\n# TYPE tempora_query_duration_seconds histogram"
+    );
+    for (protocol, h) in [
+        ("http", &m.http_query_latency),
+        ("postgres", &*m.pg_query_latency),
+    ] {
+        write_histogram(&mut out, "tempora_query_duration_seconds", protocol, h);
+    }
     ([("Content-Type", "text/plain; version=0.0.4")], out).into_response()
 }
 
@@ -95,4 +100,22 @@ fn write_metric(out: &mut String, kind: &str, name: &str, help: &str, v: u64) {
         out,
         "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}\n"
     );
+}
+
+/// Appends one labelled series of a histogram (its HELP and TYPE are written once before).
+fn write_histogram(out: &mut String, name: &str, protocol: &str, h: &Histogram) {
+    let (buckets, sum, count) = h.snapshot();
+    for (le, n) in buckets {
+        let le = if le.is_infinite() {
+            "+Inf".to_string()
+        } else {
+            le.to_string()
+        };
+        let _ = writeln!(
+            out,
+            "{name}_bucket{{protocol=\"{protocol}\",le=\"{le}\"}} {n}"
+        );
+    }
+    let _ = writeln!(out, "{name}_sum{{protocol=\"{protocol}\"}} {sum}");
+    let _ = writeln!(out, "{name}_count{{protocol=\"{protocol}\"}} {count}");
 }

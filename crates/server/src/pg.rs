@@ -12,6 +12,11 @@ use datafusion_postgres::{DfSessionService, Parser};
 use futures::Sink;
 use parking_lot::RwLock;
 use pgwire::api::auth::noop::NoopStartupHandler;
+use pgwire::api::auth::sasl::SASLAuthStartupHandler;
+use pgwire::api::auth::sasl::scram::{self, ScramAuth};
+use pgwire::api::auth::{
+    AuthSource, DefaultServerParameterProvider, LoginInfo, Password, StartupHandler,
+};
 use pgwire::api::portal::Portal;
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{FieldInfo, Response};
@@ -22,6 +27,8 @@ use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
 use tempora_query::QueryService;
 
+use crate::state::Histogram;
+
 type Statement = <Parser as QueryParser>::Statement;
 
 /// Sessions by database, created on first use.
@@ -30,13 +37,15 @@ pub struct PgDispatch {
     default_db: String,
     services: RwLock<std::collections::HashMap<String, Arc<DfSessionService>>>,
     parser: Arc<DispatchParser>,
+    latency: Arc<Histogram>,
 }
 
 impl PgDispatch {
-    pub fn new(query: Arc<QueryService>, default_db: String) -> Arc<Self> {
+    pub fn new(query: Arc<QueryService>, default_db: String, latency: Arc<Histogram>) -> Arc<Self> {
         Arc::new_cyclic(|me: &std::sync::Weak<PgDispatch>| Self {
             query,
             default_db,
+            latency,
             services: Default::default(),
             parser: Arc::new(DispatchParser {
                 dispatch: me.clone(),
@@ -128,6 +137,21 @@ impl SimpleQueryHandler for PgDispatch {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        let started = std::time::Instant::now();
+        let r = self.simple(client, query).await;
+        self.latency.observe(started.elapsed());
+        r
+    }
+}
+
+impl PgDispatch {
+    async fn simple<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
         let db = self.database(client);
         let now = crate::state::now_ns();
         if let Some(r) = self.query.try_fast_insert(&db, query, now).await {
@@ -169,8 +193,12 @@ impl ExtendedQueryHandler for PgDispatch {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        let started = std::time::Instant::now();
         let db = self.database(client);
-        ExtendedQueryHandler::do_query(&*self.service(&db)?, client, portal, max_rows).await
+        let r =
+            ExtendedQueryHandler::do_query(&*self.service(&db)?, client, portal, max_rows).await;
+        self.latency.observe(started.elapsed());
+        r
     }
 }
 
@@ -178,9 +206,45 @@ pub struct Startup;
 
 impl NoopStartupHandler for Startup {}
 
+/// The one login the server accepts when a password is set: SCRAM-SHA-256 against a salted
+/// password computed once at start (the plain password is not kept).
+#[derive(Debug)]
+pub struct Credentials {
+    user: String,
+    salt: Vec<u8>,
+    salted: Vec<u8>,
+}
+
+impl Credentials {
+    pub fn new(user: &str, password: &str) -> Self {
+        let salt = scram::random_nonce().into_bytes();
+        let salted = scram::gen_salted_password(password, &salt, scram::SCRAM_ITERATIONS);
+        Self {
+            user: user.to_string(),
+            salt,
+            salted,
+        }
+    }
+}
+
+#[async_trait]
+impl AuthSource for Credentials {
+    async fn get_password(&self, login: &LoginInfo) -> PgWireResult<Password> {
+        // An unknown user fails the same way as a wrong password, so a client cannot tell
+        // which one it got wrong.
+        let user = login.user().unwrap_or_default();
+        if user != self.user {
+            return Err(PgWireError::InvalidPassword(user.to_string()));
+        }
+        Ok(Password::new(Some(self.salt.clone()), self.salted.clone()))
+    }
+}
+
 /// The handlers the pgwire server uses.
 pub struct Handlers {
     pub dispatch: Arc<PgDispatch>,
+    /// `None`: no password is set and every login is accepted (trust, as a local install).
+    pub credentials: Option<Arc<Credentials>>,
 }
 
 impl PgWireServerHandlers for Handlers {
@@ -190,8 +254,46 @@ impl PgWireServerHandlers for Handlers {
     fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
         self.dispatch.clone()
     }
-    fn startup_handler(&self) -> Arc<impl pgwire::api::auth::StartupHandler> {
-        Arc::new(Startup)
+    fn startup_handler(&self) -> Arc<impl StartupHandler> {
+        // Called once per connection: the SASL handler keeps that connection's state.
+        Arc::new(match &self.credentials {
+            None => StartupKind::Trust(Startup),
+            Some(c) => {
+                let mut scram = ScramAuth::new(c.clone());
+                scram.set_iterations(scram::SCRAM_ITERATIONS);
+                StartupKind::Scram(
+                    SASLAuthStartupHandler::new(
+                        Arc::new(DefaultServerParameterProvider::default()),
+                    )
+                    .with_scram(scram),
+                )
+            }
+        })
+    }
+}
+
+/// Trust or SCRAM, chosen per server.
+pub enum StartupKind {
+    Trust(Startup),
+    Scram(SASLAuthStartupHandler<DefaultServerParameterProvider>),
+}
+
+#[async_trait]
+impl StartupHandler for StartupKind {
+    async fn on_startup<C>(
+        &self,
+        client: &mut C,
+        message: pgwire::messages::PgWireFrontendMessage,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        match self {
+            StartupKind::Trust(h) => h.on_startup(client, message).await,
+            StartupKind::Scram(h) => h.on_startup(client, message).await,
+        }
     }
 }
 

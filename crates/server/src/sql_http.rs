@@ -24,9 +24,7 @@ pub async fn sql(
     let started = Instant::now();
     let r = run(&s, &p, headers, body).await;
     s.metrics.queries.inc_by(1);
-    s.metrics
-        .query_micros
-        .inc_by(started.elapsed().as_micros() as u64);
+    s.metrics.http_query_latency.observe(started.elapsed());
     match r {
         Ok(resp) => resp,
         Err(e) => {

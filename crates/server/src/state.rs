@@ -37,6 +37,48 @@ impl Counter {
     }
 }
 
+/// Upper bounds of the latency histogram's buckets, in seconds (Prometheus' `le`).
+pub const LATENCY_BUCKETS: [f64; 14] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 60.0,
+];
+
+/// A latency histogram with fixed buckets; lock-free, cumulative only when exported.
+#[derive(Default)]
+pub struct Histogram {
+    /// Observations per bucket (not cumulative); the last slot is above every bound.
+    buckets: [Counter; LATENCY_BUCKETS.len() + 1],
+    sum_micros: Counter,
+    count: Counter,
+}
+
+impl Histogram {
+    pub fn observe(&self, d: std::time::Duration) {
+        let secs = d.as_secs_f64();
+        let i = LATENCY_BUCKETS
+            .iter()
+            .position(|&b| secs <= b)
+            .unwrap_or(LATENCY_BUCKETS.len());
+        self.buckets[i].inc_by(1);
+        self.sum_micros.inc_by(d.as_micros() as u64);
+        self.count.inc_by(1);
+    }
+
+    /// (upper bound, cumulative count) per bucket, ending with `+Inf`; the sum in seconds;
+    /// the count.
+    pub fn snapshot(&self) -> (Vec<(f64, u64)>, f64, u64) {
+        let mut acc = 0;
+        let mut out = Vec::with_capacity(self.buckets.len());
+        for (i, b) in self.buckets.iter().enumerate() {
+            acc += b.get();
+            out.push((
+                LATENCY_BUCKETS.get(i).copied().unwrap_or(f64::INFINITY),
+                acc,
+            ));
+        }
+        (out, self.sum_micros.get() as f64 / 1e6, self.count.get())
+    }
+}
+
 /// Server-level counters exported at `/metrics`.
 #[derive(Default)]
 pub struct ServerMetrics {
@@ -44,8 +86,10 @@ pub struct ServerMetrics {
     pub ingest_rows: Counter,
     pub queries: Counter,
     pub query_errors: Counter,
-    /// Sum of query latencies in microseconds.
-    pub query_micros: Counter,
+    /// SQL latency over HTTP.
+    pub http_query_latency: Histogram,
+    /// Statement latency over the PostgreSQL protocol.
+    pub pg_query_latency: Arc<Histogram>,
 }
 
 pub struct AppState {
@@ -57,5 +101,29 @@ pub struct AppState {
 impl AppState {
     pub fn ready(&self) -> Result<&Arc<Inner>, ServerError> {
         self.inner.get().ok_or(ServerError::Starting)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn histogram_buckets_are_cumulative_and_bounds_inclusive() {
+        let h = Histogram::default();
+        for ms in [0, 1, 1, 7, 100_000] {
+            h.observe(Duration::from_millis(ms));
+        }
+        let (b, sum, count) = h.snapshot();
+        assert_eq!(count, 5);
+        assert!((sum - 100.009).abs() < 1e-9, "{sum}");
+        let at = |le: f64| b.iter().find(|x| x.0 == le).unwrap().1;
+        assert_eq!(at(0.0005), 1);
+        assert_eq!(at(0.001), 3, "1 ms falls in le=0.001");
+        assert_eq!(at(0.005), 3);
+        assert_eq!(at(0.01), 4);
+        assert_eq!(at(60.0), 4);
+        assert_eq!(b.last().unwrap(), &(f64::INFINITY, 5));
     }
 }

@@ -1,8 +1,8 @@
 //! A [`LogStore`] wrapper that injects failures, for tests.
 
 use std::io;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 
 use crate::store::{LogFile, LogStore};
 
@@ -15,6 +15,9 @@ struct FaultState {
     fail_once: AtomicU64,
     disk_full: AtomicBool,
     injected: AtomicU64,
+    /// While true, appends wait (a stalled disk).
+    held: Mutex<bool>,
+    released: Condvar,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -26,6 +29,14 @@ enum Op {
 }
 
 impl FaultState {
+    /// Waits while appends are held.
+    fn wait_released(&self) {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        while *held {
+            held = self.released.wait(held).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
     /// Counts one operation and says whether it must fail.
     fn admit(&self, op: Op) -> io::Result<()> {
         let n = self.ops.fetch_add(1, Ordering::SeqCst) + 1;
@@ -52,7 +63,8 @@ impl FaultState {
 /// - [`FaultLogStore::fail_after`]: every operation numbered above `k` fails (a crash),
 /// - [`FaultLogStore::fail_once_at`]: operation number `k` fails, the rest work (a glitch),
 /// - [`FaultLogStore::set_disk_full`]: creates, appends and syncs fail with ENOSPC
-///   (`io::ErrorKind::StorageFull`, raw os error 28) until switched off.
+///   (`io::ErrorKind::StorageFull`, raw os error 28) until switched off;
+/// - [`FaultLogStore::set_held`]: appends wait until switched off (a stalled disk).
 ///
 /// A failing append first writes half of its buffer to the inner file, like a torn write.
 pub struct FaultLogStore {
@@ -70,6 +82,8 @@ impl FaultLogStore {
                 fail_once: AtomicU64::new(NEVER),
                 disk_full: AtomicBool::new(false),
                 injected: AtomicU64::new(0),
+                held: Mutex::new(false),
+                released: Condvar::new(),
             }),
         }
     }
@@ -94,11 +108,20 @@ impl FaultLogStore {
         self.state.disk_full.store(on, Ordering::SeqCst);
     }
 
+    /// Holds appends (they wait, like writes to a stalled disk) until switched off.
+    pub fn set_held(&self, on: bool) {
+        *self.state.held.lock().unwrap_or_else(|e| e.into_inner()) = on;
+        if !on {
+            self.state.released.notify_all();
+        }
+    }
+
     /// Switches every fault off.
     pub fn clear(&self) {
         self.fail_after(NEVER);
         self.fail_once_at(NEVER);
         self.set_disk_full(false);
+        self.set_held(false);
     }
 
     /// Number of failures injected so far.
@@ -153,6 +176,7 @@ struct FaultLogFile {
 
 impl LogFile for FaultLogFile {
     fn append(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.state.wait_released();
         if let Err(e) = self.state.admit(Op::Write) {
             // A torn write: half the buffer lands (ignoring errors of that half).
             let _ = self.inner.append(&buf[..buf.len() / 2]);
@@ -202,5 +226,26 @@ mod tests {
         assert!(f.list().is_ok());
         assert!(f.list().is_err());
         assert!(f.list().is_ok());
+    }
+
+    #[test]
+    fn held_appends_wait_for_release() {
+        let f = Arc::new(FaultLogStore::new(Arc::new(MemLogStore::new())));
+        let mut file = f.create("a").unwrap();
+        f.set_held(true);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t = std::thread::spawn(move || {
+            file.append(b"x").unwrap();
+            tx.send(()).unwrap();
+        });
+        assert!(
+            rx.recv_timeout(std::time::Duration::from_millis(50))
+                .is_err(),
+            "the append waits while held"
+        );
+        f.set_held(false);
+        rx.recv().unwrap();
+        t.join().unwrap();
+        assert_eq!(f.read("a").unwrap(), b"x");
     }
 }

@@ -1,0 +1,303 @@
+//! SQL clients end to end: the SQL that PostgreSQL and TimescaleDB tools send unmodified
+//! (psycopg), the statements Grafana's PostgreSQL data source sends, pgJDBC with the extended
+//! protocol and parameters (java), and SCRAM-SHA-256 password authentication (psql, psycopg).
+
+mod common;
+
+use std::process::Command;
+
+use common::{Server, post, python};
+
+/// Two hosts, one point a minute for ten minutes from 2016-01-01 20:10:00 UTC.
+fn load_cpu(s: &Server) {
+    let base = 1_451_679_000i64; // 2016-01-01T20:10:00Z
+    let mut lines = String::new();
+    for i in 0..10 {
+        for (h, off) in [("a", 0.0), ("b", 100.0)] {
+            lines.push_str(&format!(
+                "cpu,host={h},region=eu usage={} {}\n",
+                off + i as f64,
+                base + i * 60
+            ));
+        }
+    }
+    let (code, answer) = post(&s.url("/write?db=ts&precision=s"), &lines);
+    assert_eq!(code, "204", "{answer}");
+}
+
+/// Runs each statement with psycopg (extended protocol) and prints its rows, one
+/// `|`-joined line per row, statements separated by `--`.
+const RUN_ALL: &str = r#"
+import sys, json, psycopg
+stmts = json.loads(sys.argv[2])
+with psycopg.connect(host="127.0.0.1", port=int(sys.argv[1]), dbname="ts", user="tempora", autocommit=True) as c:
+    for s in stmts:
+        try:
+            rows = c.execute(s).fetchall()
+        except Exception as e:
+            print("FAILED", s, "->", e)
+            continue
+        for r in rows:
+            print("|".join(x.isoformat() if hasattr(x, "isoformat") else str(x) for x in r))
+        print("--")
+"#;
+
+fn run_all(s: &Server, stmts: &[&str]) -> Vec<String> {
+    let out = python(
+        RUN_ALL,
+        &[&s.pg.to_string(), &serde_json::to_string(stmts).unwrap()],
+    );
+    assert!(!out.contains("FAILED"), "{out}");
+    out.split("--\n").map(String::from).collect()
+}
+
+#[test]
+fn timescaledb_style_sql_runs_unmodified() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    load_cpu(&s);
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "DISTINCT ON: latest point per host",
+            "SELECT DISTINCT ON (host) host, time, usage FROM cpu ORDER BY host, time DESC",
+            "a|2016-01-01T20:19:00+00:00|9.0\nb|2016-01-01T20:19:00+00:00|109.0\n",
+        ),
+        (
+            "to_timestamp of an integer epoch rounded to 5 minutes",
+            "SELECT to_timestamp(((extract(epoch from time)::int)/300)*300) AS t, count(*) \
+             FROM cpu GROUP BY 1 ORDER BY 1",
+            "2016-01-01T20:10:00+00:00|10\n2016-01-01T20:15:00+00:00|10\n",
+        ),
+        (
+            "a timestamp literal with a +0000 offset",
+            "SELECT count(*) FROM cpu WHERE time > '2016-01-01 20:16:22.646325 +0000'",
+            "6\n",
+        ),
+        (
+            "a CTE joined back to the table",
+            "WITH last AS (SELECT host, max(time) AS t FROM cpu GROUP BY host) \
+             SELECT c.host, c.usage FROM cpu c JOIN last l ON c.host = l.host AND c.time = l.t \
+             ORDER BY c.host",
+            "a|9.0\nb|109.0\n",
+        ),
+        (
+            "now() and interval arithmetic",
+            "SELECT count(*) FROM cpu WHERE time < now() AND time > now() - interval '100 years'",
+            "20\n",
+        ),
+        (
+            "time_bucket with a string width",
+            "SELECT time_bucket('5 minutes', time) AS b, avg(usage) FROM cpu \
+             WHERE host = 'a' GROUP BY b ORDER BY b",
+            "2016-01-01T20:10:00+00:00|2.0\n2016-01-01T20:15:00+00:00|7.0\n",
+        ),
+        (
+            "time_bucket of a week starts on Monday",
+            "SELECT time_bucket(INTERVAL '1 week', time) AS b, count(*) FROM cpu GROUP BY b",
+            "2015-12-28T00:00:00+00:00|20\n",
+        ),
+        (
+            "time_bucket with an origin",
+            "SELECT time_bucket(INTERVAL '10 minutes', time, TIMESTAMP '2016-01-01 20:05:00') AS b, \
+             count(*) FROM cpu GROUP BY b ORDER BY b",
+            "2016-01-01T20:05:00+00:00|10\n2016-01-01T20:15:00+00:00|10\n",
+        ),
+        (
+            "date_bin keeps working",
+            "SELECT date_bin(INTERVAL '10 minutes', time) AS b, count(*) FROM cpu GROUP BY b",
+            "2016-01-01T20:10:00+00:00|20\n",
+        ),
+    ];
+    let stmts: Vec<&str> = cases.iter().map(|c| c.1).collect();
+    let got = run_all(&s, &stmts);
+    for ((name, _, want), got) in cases.iter().zip(&got) {
+        assert_eq!(got, want, "{name}");
+    }
+    s.stop();
+}
+
+#[test]
+fn grafana_postgres_data_source_statements_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    load_cpu(&s);
+    // What Grafana sends: the connection test, the query builder's table and column lists,
+    // and a time series panel with its macros expanded ($__timeGroupAlias, $__timeFilter).
+    let cases: &[(&str, &str, &str)] = &[
+        ("connection test", "SELECT 1", "1\n"),
+        (
+            "table list",
+            "SELECT quote_ident(table_name) AS \"table\" FROM information_schema.tables \
+             WHERE table_schema NOT IN ('information_schema', 'pg_catalog') \
+             AND table_type = 'BASE TABLE' ORDER BY 1",
+            "cpu\n",
+        ),
+        (
+            "column list",
+            "SELECT quote_ident(column_name) AS \"column\", data_type AS \"type\" \
+             FROM information_schema.columns WHERE quote_ident(table_name) = 'cpu' \
+             ORDER BY ordinal_position",
+            "host|Utf8\nregion|Utf8\nusage|Float64\ntime|Timestamp(ns, \"UTC\")\n",
+        ),
+        (
+            "time series panel",
+            "SELECT floor(extract(epoch from time)/300)*300 AS \"time\", host AS metric, \
+             avg(usage) AS value FROM cpu \
+             WHERE time BETWEEN '2016-01-01T20:00:00Z' AND '2016-01-01T20:14:59Z' \
+             GROUP BY 1, 2 ORDER BY 1, 2",
+            "1451679000.0|a|2.0\n1451679000.0|b|102.0\n",
+        ),
+        (
+            "unix epoch filter",
+            "SELECT count(*) FROM cpu WHERE time >= to_timestamp(1451679000) \
+             AND time <= to_timestamp(1451679299)",
+            "10\n",
+        ),
+    ];
+    let stmts: Vec<&str> = cases.iter().map(|c| c.1).collect();
+    let got = run_all(&s, &stmts);
+    for ((name, _, want), got) in cases.iter().zip(&got) {
+        assert_eq!(got, want, "{name}");
+    }
+    s.stop();
+}
+
+/// pgJDBC from Maven Central: `PGJDBC_JAR`, or where `scripts/test-deps.sh` puts it.
+fn pgjdbc_jar() -> std::path::PathBuf {
+    let jar = std::env::var_os("PGJDBC_JAR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../target/test-deps/postgresql.jar")
+        });
+    assert!(
+        jar.exists(),
+        "pgJDBC is missing at {}: run scripts/test-deps.sh (or set PGJDBC_JAR)",
+        jar.display()
+    );
+    jar
+}
+
+const JDBC_PROGRAM: &str = r#"
+import java.sql.*;
+public class Jdbc {
+    public static void main(String[] a) throws Exception {
+        String url = "jdbc:postgresql://127.0.0.1:" + a[0] + "/ts";
+        try (Connection c = DriverManager.getConnection(url, "tempora", a.length > 1 ? a[1] : "")) {
+            try (PreparedStatement p = c.prepareStatement(
+                    "SELECT host, usage, time FROM cpu WHERE usage > ? AND host = ? ORDER BY time LIMIT 3")) {
+                p.setDouble(1, 104.5);
+                p.setString(2, "b");
+                try (ResultSet r = p.executeQuery()) {
+                    while (r.next()) {
+                        System.out.println(r.getString(1) + " " + r.getDouble(2) + " "
+                            + r.getTimestamp(3).toInstant());
+                    }
+                }
+            }
+            try (Statement st = c.createStatement();
+                 ResultSet r = st.executeQuery("SELECT count(*) FROM cpu")) {
+                r.next();
+                System.out.println("count " + r.getLong(1));
+            }
+            System.out.println("product " + c.getMetaData().getDatabaseProductName());
+        }
+    }
+}
+"#;
+
+#[test]
+fn pgjdbc_runs_prepared_statements_with_parameters() {
+    let jar = pgjdbc_jar();
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    load_cpu(&s);
+    let src = dir.path().join("Jdbc.java");
+    std::fs::write(&src, JDBC_PROGRAM).unwrap();
+    let out = Command::new("java")
+        .arg("-cp")
+        .arg(&jar)
+        .arg(&src)
+        .arg(s.pg.to_string())
+        .output()
+        .expect("java is installed");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        stdout,
+        "b 105.0 2016-01-01T20:15:00Z\nb 106.0 2016-01-01T20:16:00Z\nb 107.0 2016-01-01T20:17:00Z\n\
+         count 20\nproduct PostgreSQL\n"
+    );
+    s.stop();
+}
+
+#[test]
+fn a_set_password_is_required_with_scram_sha_256() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start_with(dir.path(), &[("TEMPORA_PG_PASSWORD", "s3cret pass")]);
+    load_cpu(&s);
+    // psql with the right password (SCRAM: the password never crosses the wire).
+    assert_eq!(s.psql("ts", "SELECT count(*) FROM cpu"), "20\n");
+    // Wrong password, wrong user, no password: refused, and the server stays up.
+    let attempt = |user: &str, password: Option<&str>| {
+        let mut cmd = Command::new("psql");
+        cmd.args(["-h", "127.0.0.1", "-p", &s.pg.to_string(), "-d", "ts"])
+            .args(["-U", user, "-w", "-X", "-A", "-t", "-c", "SELECT 1"])
+            .env_remove("PGPASSWORD");
+        if let Some(p) = password {
+            cmd.env("PGPASSWORD", p);
+        }
+        cmd.output().unwrap()
+    };
+    for (name, user, password, want) in [
+        (
+            "wrong password",
+            "tempora",
+            Some("nope"),
+            "password authentication failed",
+        ),
+        (
+            "unknown user",
+            "mallory",
+            Some("s3cret pass"),
+            "password authentication failed",
+        ),
+        ("no password", "tempora", None, "no password supplied"),
+    ] {
+        let out = attempt(user, password);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{name}: accepted");
+        assert!(err.contains(want), "{name}: {err}");
+    }
+    let out = attempt("tempora", Some("s3cret pass"));
+    assert!(out.status.success());
+    // psycopg negotiates SCRAM-SHA-256 too.
+    let got = python(
+        "import sys, psycopg\n\
+         with psycopg.connect(host='127.0.0.1', port=int(sys.argv[1]), dbname='ts', user='tempora', password=sys.argv[2]) as c:\n    \
+         print(c.execute('SELECT max(usage) FROM cpu').fetchone()[0])",
+        &[&s.pg.to_string(), "s3cret pass"],
+    );
+    assert_eq!(got, "109.0\n");
+    // And pgJDBC.
+    let src = dir.path().join("Jdbc.java");
+    std::fs::write(&src, JDBC_PROGRAM).unwrap();
+    let out = Command::new("java")
+        .arg("-cp")
+        .arg(pgjdbc_jar())
+        .arg(&src)
+        .args([&s.pg.to_string(), "s3cret pass"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("count 20"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(s.healthy());
+    s.stop();
+}

@@ -1,0 +1,87 @@
+//! `POST /api/v1/import?db=&table=&time_column=&tags=a,b&precision=`: a CSV body (header
+//! row first) written as rows of `table`.
+//!
+//! The CSV is converted to line protocol (`csv_import`) and then takes the write path of
+//! `/write`, so its answer has the same shape: 204 when every row was stored, otherwise 400
+//! with each rejected row by its 1-based data-row number (the header is not counted) and the
+//! reason. Defaults: `db` is the default database, `time_column` is `time`, no tags,
+//! `precision` (for integer times) is `ns`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Query, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+
+use crate::body::read_body;
+use crate::csv_import::{CsvSpec, convert};
+use crate::error::ServerError;
+use crate::influx::{ingest_lines, parse_precision};
+use crate::state::AppState;
+
+pub async fn import(
+    State(s): State<Arc<AppState>>,
+    Query(p): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    match import_inner(&s, p, headers, body).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn import_inner(
+    s: &Arc<AppState>,
+    p: HashMap<String, String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ServerError> {
+    let inner = s.ready()?;
+    let table = p
+        .get("table")
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| ServerError::BadRequest("the `table` parameter is required".into()))?;
+    let spec = CsvSpec {
+        table: table.clone(),
+        time_column: p
+            .get("time_column")
+            .cloned()
+            .unwrap_or_else(|| "time".into()),
+        tags: p
+            .get("tags")
+            .map(|t| {
+                t.split(',')
+                    .filter(|x| !x.is_empty())
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default(),
+    };
+    let precision = parse_precision(p.get("precision").map(String::as_str))?;
+    let db = p
+        .get("db")
+        .cloned()
+        .unwrap_or_else(|| s.config.default_database.clone());
+    inner.query.dbs.create(&db)?;
+    let body = read_body(&headers, body, s.config.max_body_bytes).await?;
+    s.metrics.ingest_bytes.inc_by(body.len() as u64);
+    let converted = tokio::task::spawn_blocking(move || convert(&body, &spec, precision.nanos()))
+        .await
+        .map_err(|e| ServerError::Internal(e.to_string()))?
+        .map_err(ServerError::BadRequest)?;
+    let mut out = ingest_lines(
+        s,
+        &db,
+        converted.lines.into(),
+        tempora_lineproto::Precision::Ns,
+    )
+    .await?;
+    // Line numbers of the converted body back to CSV row numbers.
+    for r in &mut out.rejected {
+        r.0 = converted.rows.get(r.0 - 1).copied().unwrap_or(r.0);
+    }
+    Ok(out.answer(&converted.rejected))
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what the end-to-end tests call, on a Debian machine (root): curl, psql, gzip,
+# python3 with pyarrow, duckdb, psycopg and influxdb-client, a JDK and pgJDBC from Maven
+# Central (into target/test-deps/postgresql.jar). Safe to run again: it skips what is there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+need_apt=()
+command -v python3 >/dev/null || need_apt+=(python3)
+python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
+command -v psql >/dev/null || need_apt+=(postgresql-client)
+command -v curl >/dev/null || need_apt+=(curl)
+command -v gzip >/dev/null || need_apt+=(gzip)
+command -v java >/dev/null || need_apt+=(openjdk-17-jdk-headless)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+fi
+if ! python3 -c "import pyarrow, duckdb, psycopg, influxdb_client" 2>/dev/null; then
+  pkgs=(pyarrow duckdb "psycopg[binary]" influxdb-client)
+  python3 -m pip install -q "${pkgs[@]}" 2>/dev/null \
+    || python3 -m pip install -q --break-system-packages "${pkgs[@]}"
+fi
+jar=target/test-deps/postgresql.jar
+if [ ! -s "$jar" ]; then
+  mkdir -p "$(dirname "$jar")"
+  curl -fsSL -o "$jar.part" \
+    https://repo1.maven.org/maven2/org/postgresql/postgresql/42.7.4/postgresql-42.7.4.jar
+  mv "$jar.part" "$jar"
+fi
