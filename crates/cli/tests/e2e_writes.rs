@@ -224,7 +224,7 @@ fn csv_imports_over_http_and_with_the_cli() {
     assert_eq!(
         s.psql(
             "imp",
-            "SELECT site, temp, status, CAST(time AS BIGINT) FROM sensors ORDER BY time"
+            "SELECT site, temp, status, CAST(time AS BIGINT) AS t FROM sensors ORDER BY time"
         ),
         "north,3.0,ok,1704063780000000000\n\
          north,1.5,ok,1704067200000000000\n\

@@ -34,9 +34,12 @@ impl QueryError {
             Self::DatabaseNotFound(_) => 404,
             Self::InvalidDatabase { .. } | Self::Sql(_) | Self::Model(_) | Self::Insert(_) => 400,
             Self::Arrow(_) => 400,
-            Self::DataFusion(D::SQL(..) | D::Plan(_) | D::SchemaError(..)) => 400,
-            Self::DataFusion(D::ResourcesExhausted(_)) => 507,
-            Self::DataFusion(_) => 500,
+            // DataFusion wraps errors (context, diagnostics): judge by the root cause.
+            Self::DataFusion(e) => match e.find_root() {
+                D::SQL(..) | D::Plan(_) | D::SchemaError(..) | D::NotImplemented(_) => 400,
+                D::ResourcesExhausted(_) => 507,
+                _ => 500,
+            },
             Self::Storage(e) => e.http_status(),
             Self::Timeout(_) => 408,
         }
@@ -48,13 +51,60 @@ impl QueryError {
         match self {
             Self::DatabaseNotFound(_) => "3D000",
             Self::InvalidDatabase { .. } => "42602",
-            Self::Sql(_) | Self::DataFusion(D::SQL(..)) => "42601",
-            Self::DataFusion(D::Plan(_) | D::SchemaError(..)) => "42P01",
-            Self::DataFusion(D::ResourcesExhausted(_)) => "53200",
+            Self::Sql(_) => "42601",
             Self::Model(_) | Self::Insert(_) | Self::Arrow(_) => "22000",
             Self::Timeout(_) => "57014",
-            Self::DataFusion(_) => "XX000",
+            Self::DataFusion(e) => match e.find_root() {
+                D::SQL(..) => "42601",
+                D::SchemaError(..) => "42703",
+                D::Plan(_) => "42P01",
+                D::NotImplemented(_) => "0A000",
+                D::ResourcesExhausted(_) => "53200",
+                _ => "XX000",
+            },
             Self::Storage(e) => e.sqlstate(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::common::{Column, SchemaError};
+    use datafusion::error::DataFusionError as D;
+
+    #[test]
+    fn wrapped_errors_are_judged_by_their_root() {
+        let missing = || {
+            D::SchemaError(
+                Box::new(SchemaError::FieldNotFound {
+                    field: Box::new(Column::from_name("nope")),
+                    valid_fields: vec![],
+                }),
+                Box::new(None),
+            )
+        };
+        for (name, e, status, state) in [
+            ("bare schema error", missing(), 400, "42703"),
+            (
+                "schema error in context",
+                missing().context("planning"),
+                400,
+                "42703",
+            ),
+            ("plan", D::Plan("table t not found".into()), 400, "42P01"),
+            (
+                "not implemented",
+                D::NotImplemented("x".into()),
+                400,
+                "0A000",
+            ),
+            ("memory", D::ResourcesExhausted("pool".into()), 507, "53200"),
+            ("internal", D::Internal("bug".into()), 500, "XX000"),
+        ] {
+            let e = QueryError::DataFusion(e);
+            assert_eq!(e.http_status(), status, "{name}");
+            assert_eq!(e.sqlstate(), state, "{name}");
         }
     }
 }

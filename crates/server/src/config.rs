@@ -97,7 +97,8 @@ impl Config {
             None => Config::default(),
         };
         for (k, v) in env {
-            if let Some(key) = k.strip_prefix("TEMPORA_") {
+            // TEMPORA_LOG is the log filter (read by the binary), not a setting.
+            if let Some(key) = k.strip_prefix("TEMPORA_").filter(|k| *k != "LOG") {
                 c.set("environment", &key.to_ascii_lowercase(), &v)?;
             }
         }
@@ -231,6 +232,7 @@ mod tests {
             ("TEMPORA_PG_ADDR".to_string(), "127.0.0.1:3000".to_string()),
             ("TEMPORA_WORKERS".to_string(), "4".to_string()),
             ("HOME".to_string(), "/root".to_string()),
+            ("TEMPORA_LOG".to_string(), "debug".to_string()),
         ];
         let flags = vec![("workers".to_string(), "5".to_string())];
         let c = Config::load(Some(&file), env, &flags).unwrap();

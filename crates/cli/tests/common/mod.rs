@@ -46,26 +46,44 @@ impl Server {
             .iter()
             .find(|(k, _)| *k == "TEMPORA_PG_PASSWORD")
             .map(|(_, v)| v.to_string());
-        let s = Server {
+        let mut s = Server {
             child,
             http: format!("127.0.0.1:{http}"),
             pg,
             dir: dir.to_path_buf(),
             password,
         };
-        // Poll /health until it answers 200 (curl retries connection refusals itself).
-        let out = curl(&[
-            "--retry",
-            "200",
-            "--retry-connrefused",
-            "--retry-delay",
-            "0",
-            "--retry-all-errors",
-            "-f",
-            &format!("http://{}/health", s.http),
-        ]);
-        assert!(out.status.success(), "server never became healthy");
+        s.wait_healthy();
         s
+    }
+
+    /// Polls `/health` until it answers 200; fails at once if the server exits, and after
+    /// 60 s at most.
+    fn wait_healthy(&mut self) {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(std::time::Duration::from_secs(2)))
+            .build()
+            .into();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let url = self.url("/health");
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!("tempora exited during start-up: {status}");
+            }
+            if agent
+                .get(&url)
+                .call()
+                .is_ok_and(|r| r.status().as_u16() == 200)
+            {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "server never became healthy"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
 
     pub fn url(&self, path_and_query: &str) -> String {
@@ -150,6 +168,16 @@ impl Server {
 
     pub fn healthy(&self) -> bool {
         curl(&["-f", &self.url("/health")]).status.success()
+    }
+}
+
+impl Drop for Server {
+    /// A test that fails midway must not leave its server running.
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }
 
