@@ -104,10 +104,12 @@ pub fn load(
     let (done_tx, done_rx) = crossbeam::channel::bounded::<()>(0);
     let started = Instant::now();
     let result = std::thread::scope(|s| {
-        for _ in 0..opts.workers {
-            let (rx, p, f) = (rx.clone(), progress.clone(), failures.clone());
-            s.spawn(move || worker(rx, opts, &p, &f));
-        }
+        let workers: Vec<_> = (0..opts.workers)
+            .map(|_| {
+                let (rx, p, f) = (rx.clone(), progress.clone(), failures.clone());
+                s.spawn(move || worker(rx, opts, &p, &f))
+            })
+            .collect();
         drop(rx);
         let p = progress.clone();
         let tick = &tick;
@@ -120,9 +122,13 @@ pub fn load(
         });
         let r = read_batches(input, opts.batch_lines, &tx);
         drop(tx);
+        for w in workers {
+            w.join().expect("loader worker");
+        }
+        // Stops the ticker (it sees the channel disconnected).
+        drop(done_tx);
         r
     });
-    drop(done_tx);
     result?;
     let seconds = started.elapsed().as_secs_f64();
     let get = |a: &AtomicU64| a.load(Ordering::Relaxed);

@@ -7,7 +7,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{Server, post};
+use common::{Server, curl, post};
 
 #[test]
 fn curl_writes_psql_and_psycopg_read_and_sigterm_keeps_everything() {
@@ -35,6 +35,44 @@ fn curl_writes_psql_and_psycopg_read_and_sigterm_keeps_everything() {
     );
     let tables = s.psql("demo", "\\dt");
     assert!(tables.contains("cpu"), "\\dt lists the table: {tables}");
+    // One SQL statement over HTTP; then /metrics shows the writes and both latency histograms.
+    let v = s.sql_json("demo", "SELECT count(*) AS n FROM cpu");
+    assert!(v.to_string().contains('3'), "{v}");
+    let metrics = String::from_utf8(curl(&[&s.url("/metrics")]).stdout).unwrap();
+    let value = |name: &str| -> f64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("{name} missing from /metrics:\n{metrics}"))
+    };
+    assert_eq!(value("tempora_ingest_rows_total"), 3.0);
+    assert!(value("tempora_ingest_bytes_total") >= lp.len() as f64);
+    assert_eq!(
+        value("tempora_query_duration_seconds_count{protocol=\"http\"}"),
+        1.0
+    );
+    assert!(value("tempora_query_duration_seconds_count{protocol=\"postgres\"}") >= 3.0);
+    assert_eq!(
+        value("tempora_query_duration_seconds_bucket{protocol=\"http\",le=\"+Inf\"}"),
+        1.0
+    );
+    assert!(
+        value("tempora_wal_commits_total") >= 1.0,
+        "WAL syncs are counted"
+    );
+    for name in [
+        "tempora_flushes_total",
+        "tempora_compactions_total",
+        "tempora_ingest_queue_depth",
+        "tempora_ingest_queue_capacity",
+        "tempora_memtable_bytes",
+    ] {
+        value(name);
+    }
+    assert!(
+        metrics.contains("# TYPE tempora_query_duration_seconds histogram"),
+        "{metrics}"
+    );
     s.stop();
     let s = Server::start(dir.path());
     assert_eq!(s.psql("demo", "SELECT count(*) FROM cpu"), "3\n");

@@ -267,3 +267,63 @@ fn csv_imports_over_http_and_with_the_cli() {
     );
     s.stop();
 }
+
+#[test]
+fn bench_gen_output_loads_with_bench_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    let data = dir.path().join("cpu.lp");
+    let bin = env!("CARGO_BIN_EXE_tempora");
+    let generate = |out: &std::path::Path| {
+        let st = Command::new(bin)
+            .args([
+                "bench",
+                "gen",
+                "--hosts",
+                "7",
+                "--duration-secs",
+                "600",
+                "--seed",
+                "5",
+            ])
+            .arg("--out")
+            .arg(out)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        std::fs::read(out).unwrap()
+    };
+    let bytes = generate(&data);
+    assert_eq!(
+        bytes,
+        generate(&dir.path().join("again.lp")),
+        "same seed, same bytes"
+    );
+    let out = Command::new(bin)
+        .args(["bench", "load"])
+        .arg(&data)
+        .args([
+            "--url",
+            &s.url("/write?db=bench"),
+            "--workers",
+            "3",
+            "--batch",
+            "25",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.starts_with("loaded 420 rows (4200 values"),
+        "{stdout}"
+    );
+    assert_eq!(
+        s.psql(
+            "bench",
+            "SELECT count(*), count(DISTINCT hostname) FROM cpu"
+        ),
+        "420,7\n"
+    );
+    s.stop();
+}
