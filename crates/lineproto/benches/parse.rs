@@ -3,7 +3,9 @@
 //! `cargo bench -p tempora-lineproto --bench parse` (set `LP_BENCH_MB` to change the size).
 //! Reports MB/s and lines/s of `parse` on one thread for integer, one-decimal float and
 //! full-precision float fields, and the time `RowBatchBuilder::push` alone needs for the same
-//! rows (its share of the parse time).
+//! rows (its share of the parse time); and, on the same bytes, the `influxdb-line-protocol`
+//! crate that InfluxDB publishes (it parses into borrowed line structs, without building
+//! column batches, so it compares with "parse without push").
 
 use std::time::{Duration, Instant};
 
@@ -229,10 +231,19 @@ fn main() {
         let scan_t = best_of(runs(), || {
             std::hint::black_box(parse_without_push(&body, &opts));
         });
+        // InfluxDB's own crate, on the same bytes (it needs UTF-8 text).
+        let text = std::str::from_utf8(&body).expect("generated text is UTF-8");
+        let influx_t = best_of(runs(), || {
+            let n = influxdb_line_protocol::parse_lines(text)
+                .map(|l| l.expect("influxdb-line-protocol parses the body"))
+                .count();
+            assert_eq!(n, lines);
+        });
         let secs = parse_t.as_secs_f64();
         println!(
             "{name:>24}: {:6.1} MB in {:6.1} ms = {:6.1} MB/s, {:5.2} M lines/s ({} B/line); \
-             push alone {:6.1} ms = {:4.1}% of parse; parse without push {:6.1} MB/s",
+             push alone {:6.1} ms = {:4.1}% of parse; parse without push {:6.1} MB/s; \
+             influxdb-line-protocol {:6.1} MB/s",
             body.len() as f64 / 1e6,
             secs * 1e3,
             body.len() as f64 / 1e6 / secs,
@@ -241,6 +252,7 @@ fn main() {
             push_t.as_secs_f64() * 1e3,
             100.0 * push_t.as_secs_f64() / secs,
             body.len() as f64 / 1e6 / scan_t.as_secs_f64(),
+            body.len() as f64 / 1e6 / influx_t.as_secs_f64(),
         );
         if kind == Kind::Int {
             let threads = 2;
