@@ -194,7 +194,12 @@ fn repl(agent: &ureq::Agent, args: &SqlArgs) -> Res<()> {
                     println!("Timing is {}.", if timing { "on" } else { "off" });
                     continue;
                 }
-                (Some("\\dt"), _) => "SHOW TABLES".to_string(),
+                // The database's own tables, not the catalog views of every database.
+                (Some("\\dt"), _) => format!(
+                    "SELECT table_name FROM information_schema.tables \
+                     WHERE table_catalog = '{}' AND table_schema = 'public' ORDER BY table_name",
+                    args.db.replace('\'', "''")
+                ),
                 (Some("\\d"), Some(table)) => format!("DESCRIBE {table}"),
                 _ => {
                     println!("commands: \\dt, \\d TABLE, \\timing, \\q");

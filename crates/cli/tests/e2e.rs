@@ -35,7 +35,28 @@ fn curl_writes_psql_and_psycopg_read_and_sigterm_keeps_everything() {
     );
     let tables = s.psql("demo", "\\dt");
     assert!(tables.contains("cpu"), "\\dt lists the table: {tables}");
-    // One SQL statement over HTTP; then /metrics shows the writes and both latency histograms.
+    // The REPL's \dt lists this database's tables only; \d shows a table's columns.
+    let mut repl = Command::new(env!("CARGO_BIN_EXE_tempora"))
+        .args(["sql", "--host", &s.http, "--db", "demo"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    repl.stdin
+        .take()
+        .unwrap()
+        .write_all(b"\\dt\n\\d cpu\nSELECT count(*)\n AS n FROM cpu;\n\\q\n")
+        .unwrap();
+    let out = repl.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("cpu") && text.contains("usage"), "{text}");
+    assert!(
+        !text.contains("pg_catalog") && !text.contains("pg_type"),
+        "{text}"
+    );
+    assert!(text.contains("(3 rows)") || text.contains(" 3 "), "{text}");
+    // One more SQL statement over HTTP (after the REPL's three); then /metrics shows the writes and both latency histograms.
     let v = s.sql_json("demo", "SELECT count(*) AS n FROM cpu");
     assert!(v.to_string().contains('3'), "{v}");
     let metrics = String::from_utf8(curl(&[&s.url("/metrics")]).stdout).unwrap();
@@ -49,12 +70,12 @@ fn curl_writes_psql_and_psycopg_read_and_sigterm_keeps_everything() {
     assert!(value("tempora_ingest_bytes_total") >= lp.len() as f64);
     assert_eq!(
         value("tempora_query_duration_seconds_count{protocol=\"http\"}"),
-        1.0
+        4.0
     );
     assert!(value("tempora_query_duration_seconds_count{protocol=\"postgres\"}") >= 3.0);
     assert_eq!(
         value("tempora_query_duration_seconds_bucket{protocol=\"http\",le=\"+Inf\"}"),
-        1.0
+        4.0
     );
     assert!(
         value("tempora_wal_commits_total") >= 1.0,
