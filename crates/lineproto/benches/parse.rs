@@ -235,7 +235,7 @@ fn main() {
         let text = std::str::from_utf8(&body).expect("generated text is UTF-8");
         let influx_t = best_of(runs(), || {
             let n = influxdb_line_protocol::parse_lines(text)
-                .map(|l| l.expect("influxdb-line-protocol parses the body"))
+                .filter(|l| std::hint::black_box(l).is_ok())
                 .count();
             assert_eq!(n, lines);
         });
