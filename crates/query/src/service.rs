@@ -52,6 +52,7 @@ pub struct QueryService {
 }
 
 /// What a statement produced.
+#[derive(Debug)]
 pub struct QueryOutput {
     pub schema: SchemaRef,
     pub batches: Vec<RecordBatch>,

@@ -1,13 +1,21 @@
 //! Time-series SQL functions registered in every session.
 //!
 //! - `time_bucket(interval, ts [, origin])`: TimescaleDB's bucketing (see [`time_bucket`]).
+//! - `first(v [, ts])`, `last(v [, ts])`: value at the earliest/latest time (see
+//!   [`first_last`]).
 
+pub mod first_last;
 pub mod time_bucket;
 
+use std::sync::Arc;
+
 use datafusion::execution::context::SessionContext;
-use datafusion::logical_expr::ScalarUDF;
+use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 
 /// Registers Tempora's functions in `ctx`.
 pub fn register_all(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(time_bucket::TimeBucket::new()));
+    ctx.register_udaf(AggregateUDF::new_from_impl(first_last::FirstLast::first()));
+    ctx.register_udaf(AggregateUDF::new_from_impl(first_last::FirstLast::last()));
+    ctx.add_analyzer_rule(Arc::new(first_last::FirstLastTimeRule));
 }
