@@ -118,12 +118,29 @@ fn timescaledb_style_sql_runs_unmodified() {
             "2016-01-01T20:05:00+00:00|10\n2016-01-01T20:15:00+00:00|10\n",
         ),
         (
+            "SAMPLE BY over the extended protocol",
+            "SELECT host, time, avg(usage) FROM cpu WHERE host = 'b' SAMPLE BY 5m",
+            "b|2016-01-01T20:10:00+00:00|102.0\nb|2016-01-01T20:15:00+00:00|107.0\n",
+        ),
+        (
             "date_bin keeps working",
             "SELECT date_bin(INTERVAL '10 minutes', time) AS b, count(*) FROM cpu GROUP BY b",
             "2016-01-01T20:10:00+00:00|20\n",
         ),
     ];
     check_all(&s, cases);
+    // And over the simple protocol (psql), with its errors.
+    assert_eq!(
+        s.psql("ts", "SELECT region, count(*) FROM cpu SAMPLE BY 1h"),
+        "eu,20\n"
+    );
+    let out = s.psql_output("ts", "SELECT avg(usage) FROM cpu SAMPLE BY 1m FILL(PREV)");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("FILL(PREV) is not supported yet"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     s.stop();
 }
 

@@ -17,6 +17,7 @@ pub mod convert;
 pub mod error;
 pub mod functions;
 pub mod insert;
+pub mod sample_by;
 pub mod service;
 pub mod table;
 

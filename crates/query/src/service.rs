@@ -162,6 +162,8 @@ impl QueryService {
             return Ok(count_output(n?));
         }
         let ctx = self.context(db)?;
+        let rewritten = crate::sample_by::rewrite(sql)?;
+        let sql = rewritten.as_deref().unwrap_or(sql);
         let run = async {
             let df = ctx.sql(sql).await?;
             let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());

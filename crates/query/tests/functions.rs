@@ -119,3 +119,43 @@ async fn time_bucket_buckets_like_timescaledb() {
         "{got}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sample_by_groups_by_bucket_and_tags() {
+    let (_engine, q) = service().await;
+    q.sql(
+        "db",
+        "INSERT INTO cpu (time, host, v) VALUES \
+         ('2024-01-01T00:00:00Z', 'a', 1.0), ('2024-01-01T00:00:30Z', 'a', 3.0), \
+         ('2024-01-01T00:01:10Z', 'a', 5.0), ('2024-01-01T00:00:40Z', 'b', 10.0), \
+         ('2024-01-01T00:16:00Z', 'b', 20.0)",
+        0,
+    )
+    .await
+    .unwrap();
+    let got = table(
+        &q,
+        "SELECT host, time, avg(v) AS v, first(v) AS f FROM cpu SAMPLE BY 1m",
+    )
+    .await;
+    let want = "\
++------+----------------------+------+------+
+| host | time                 | v    | f    |
++------+----------------------+------+------+
+| a    | 2024-01-01T00:00:00Z | 2.0  | 1.0  |
+| b    | 2024-01-01T00:00:00Z | 10.0 | 10.0 |
+| a    | 2024-01-01T00:01:00Z | 5.0  | 5.0  |
+| b    | 2024-01-01T00:16:00Z | 20.0 | 20.0 |
++------+----------------------+------+------+";
+    assert_eq!(got, want, "ordered by time, then host");
+    // A 15-minute offset moves the bucket edges.
+    let got = table(
+        &q,
+        "SELECT time, count(*) AS c FROM cpu SAMPLE BY 1h WITH OFFSET '00:15'",
+    )
+    .await;
+    assert!(
+        got.contains("2023-12-31T23:15:00Z | 4") && got.contains("2024-01-01T00:15:00Z | 1"),
+        "{got}"
+    );
+}

@@ -78,6 +78,15 @@ impl PgDispatch {
     }
 }
 
+/// A query error as the PostgreSQL client sees it.
+fn user_error(e: tempora_query::QueryError) -> PgWireError {
+    PgWireError::UserError(Box::new(ErrorInfo::new(
+        "ERROR".into(),
+        e.sqlstate().into(),
+        e.to_string(),
+    )))
+}
+
 /// Parses with the session of the client's database.
 pub struct DispatchParser {
     dispatch: std::sync::Weak<PgDispatch>,
@@ -106,6 +115,8 @@ impl QueryParser for DispatchParser {
     {
         let d = self.dispatch();
         let svc = d.service(&d.database(client))?;
+        let rewritten = tempora_query::sample_by::rewrite(sql).map_err(user_error)?;
+        let sql = rewritten.as_deref().unwrap_or(sql);
         svc.query_parser().parse_sql(client, sql, types).await
     }
 
@@ -155,19 +166,15 @@ impl PgDispatch {
         let db = self.database(client);
         let now = crate::state::now_ns();
         if let Some(r) = self.query.try_fast_insert(&db, query, now).await {
-            let n = r.map_err(|e| {
-                PgWireError::UserError(Box::new(ErrorInfo::new(
-                    "ERROR".into(),
-                    e.sqlstate().into(),
-                    e.to_string(),
-                )))
-            })?;
+            let n = r.map_err(user_error)?;
             return Ok(vec![Response::Execution(
                 pgwire::api::results::Tag::new("INSERT")
                     .with_oid(0)
                     .with_rows(n as usize),
             )]);
         }
+        let rewritten = tempora_query::sample_by::rewrite(query).map_err(user_error)?;
+        let query = rewritten.as_deref().unwrap_or(query);
         SimpleQueryHandler::do_query(&*self.service(&db)?, client, query).await
     }
 }

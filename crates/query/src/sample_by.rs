@@ -1,0 +1,387 @@
+//! `SAMPLE BY` (Lindorm, QuestDB), rewritten into standard SQL before planning:
+//!
+//! ```sql
+//! SELECT host, time, avg(v) FROM cpu WHERE … SAMPLE BY 10m [ALIGN TO CALENDAR [WITH OFFSET '00:15']]
+//! -- becomes
+//! SELECT host, date_bin(INTERVAL '10 minutes', time, TIMESTAMP '1970-01-01T00:00:00Z') AS time, avg(v)
+//! FROM cpu WHERE … GROUP BY <that bucket>, host ORDER BY time, host
+//! ```
+//!
+//! Rules: the result's `time` is the bucket start (UTC); rows are grouped by the bucket and by
+//! every plain column in the select list other than `time` (the tags); without an `ORDER BY`
+//! the result is ordered by `time`, then the tags, when `time` is selected. The width is `<n><unit>` with
+//! unit `s`, `m`, `h`, `d`, `w`, `M` (months) or `y`, or a quoted interval (`'10min'`,
+//! `'1 hour'`). `ALIGN TO CALENDAR` (the default) aligns buckets to the epoch in UTC,
+//! `WITH OFFSET 'hh:mm'` shifts them.
+//!
+//! Not yet: `FILL(…)` other than `NONE`, `TIME ZONE`, `ALIGN TO FIRST OBSERVATION`; each is
+//! refused with an error naming it rather than ignored.
+
+use datafusion::sql::sqlparser::ast::{Expr, SelectItem, SetExpr, Statement};
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+
+use crate::error::{QueryError, Result};
+
+/// What the `SAMPLE BY` clause said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SampleBy {
+    /// An interval literal's text, e.g. `10 minutes`.
+    pub width: String,
+    /// Bucket origin, RFC 3339.
+    pub origin: String,
+}
+
+/// Rewrites a statement with `SAMPLE BY`; `None` when it has none.
+pub fn rewrite(sql: &str) -> Result<Option<String>> {
+    let Some(at) = find_keywords(sql, &["SAMPLE", "BY"], 0) else {
+        return Ok(None);
+    };
+    let clause_start = at.1;
+    let clause_end = ["ORDER", "LIMIT", ";"]
+        .iter()
+        .filter_map(|k| find_keywords(sql, &[k], clause_start).map(|p| p.0))
+        .min()
+        .unwrap_or(sql.len());
+    let spec = parse_clause(&sql[clause_start..clause_end])?;
+    let rest = format!("{} {}", &sql[..at.0], &sql[clause_end..]);
+    rewrite_query(&rest, &spec).map(Some)
+}
+
+fn bad(msg: impl Into<String>) -> QueryError {
+    QueryError::Sql(format!("SAMPLE BY: {}", msg.into()))
+}
+
+/// Parses `10m [FILL(NONE)] [ALIGN TO CALENDAR [WITH OFFSET 'hh:mm']]`.
+pub fn parse_clause(clause: &str) -> Result<SampleBy> {
+    let mut words = tokens(clause).into_iter().peekable();
+    let width = match words.next() {
+        None => return Err(bad("a bucket width is required, e.g. SAMPLE BY 1m")),
+        Some(w) if w.starts_with('\'') => w.trim_matches('\'').to_string(),
+        Some(w) => width_interval(&w)?,
+    };
+    let mut origin = "1970-01-01T00:00:00Z".to_string();
+    while let Some(w) = words.next() {
+        match w.to_ascii_uppercase().as_str() {
+            "FILL(NONE)" => {}
+            f if f.starts_with("FILL(") => {
+                return Err(bad(format!("{w} is not supported yet; only FILL(NONE)")));
+            }
+            "ALIGN" => {
+                let to = words.next().unwrap_or_default().to_ascii_uppercase();
+                let what = words.next().unwrap_or_default().to_ascii_uppercase();
+                if to != "TO" || what != "CALENDAR" {
+                    return Err(bad(format!(
+                        "ALIGN TO {what} is not supported; only ALIGN TO CALENDAR"
+                    )));
+                }
+            }
+            "WITH" => {
+                let kw = words.next().unwrap_or_default();
+                let off = words.next().unwrap_or_default();
+                if !kw.eq_ignore_ascii_case("OFFSET") {
+                    return Err(bad(format!("expected WITH OFFSET, got WITH {kw}")));
+                }
+                origin = offset_origin(off.trim_matches('\''))?;
+            }
+            "TIME" => return Err(bad("TIME ZONE is not supported yet; buckets are in UTC")),
+            _ => return Err(bad(format!("unexpected {w:?}"))),
+        }
+    }
+    Ok(SampleBy { width, origin })
+}
+
+/// `10m` → `10 minutes`.
+pub fn width_interval(w: &str) -> Result<String> {
+    let split = w
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or_else(|| bad(format!("width {w:?} has no unit (s, m, h, d, w, M, y)")))?;
+    let (n, unit) = w.split_at(split);
+    let n: u64 = n
+        .parse()
+        .map_err(|_| bad(format!("width {w:?} must start with a whole number")))?;
+    if n == 0 {
+        return Err(bad("the bucket width must be positive"));
+    }
+    let unit = match unit {
+        "s" => "seconds",
+        "m" | "min" => "minutes",
+        "h" => "hours",
+        "d" => "days",
+        "w" => "weeks",
+        "M" => "months",
+        "y" => "years",
+        u => return Err(bad(format!("unknown unit {u:?} in width {w:?}"))),
+    };
+    Ok(format!("{n} {unit}"))
+}
+
+/// `'00:15'` → origin 1970-01-01T00:15:00Z.
+fn offset_origin(off: &str) -> Result<String> {
+    let (h, m) = off
+        .split_once(':')
+        .and_then(|(h, m)| Some((h.parse::<u32>().ok()?, m.parse::<u32>().ok()?)))
+        .filter(|(h, m)| *h < 24 && *m < 60)
+        .ok_or_else(|| bad(format!("offset {off:?} must be 'hh:mm'")))?;
+    Ok(format!("1970-01-01T{h:02}:{m:02}:00Z"))
+}
+
+/// Words of the clause; a quoted string and a `FILL(…)` stay whole.
+fn tokens(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let (mut quoted, mut depth) = (false, 0);
+    for c in s.chars() {
+        match c {
+            '\'' => {
+                quoted = !quoted;
+                cur.push(c);
+            }
+            '(' if !quoted => {
+                depth += 1;
+                cur.push(c);
+            }
+            ')' if !quoted => {
+                depth -= 1;
+                cur.push(c);
+            }
+            c if c.is_whitespace() && !quoted && depth == 0 => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+            }
+            c if c.is_whitespace() && !quoted => {}
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// Byte range of the keyword sequence `kws` (case-insensitive, outside quotes and comments,
+/// separated by whitespace) at or after `from`.
+fn find_keywords(sql: &str, kws: &[&str], from: usize) -> Option<(usize, usize)> {
+    let b = sql.as_bytes();
+    let mut i = from;
+    let word_at = |i: usize, kw: &str| {
+        let end = i + kw.len();
+        end <= b.len()
+            && sql[i..end].eq_ignore_ascii_case(kw)
+            && (i == 0 || !is_word(b[i - 1]) || !is_word(kw.as_bytes()[0]))
+            && (end == b.len() || !is_word(b[end]) || !is_word(kw.as_bytes()[kw.len() - 1]))
+    };
+    while i < b.len() {
+        match b[i] {
+            b'\'' | b'"' => {
+                let q = b[i];
+                i += 1;
+                while i < b.len() && b[i] != q {
+                    i += 1;
+                }
+            }
+            b'-' if b.get(i + 1) == Some(&b'-') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            _ if word_at(i, kws[0]) => {
+                let mut end = i + kws[0].len();
+                let mut ok = true;
+                for kw in &kws[1..] {
+                    let j = end + sql[end..].len() - sql[end..].trim_start().len();
+                    if j == end || !word_at(j, kw) {
+                        ok = false;
+                        break;
+                    }
+                    end = j + kw.len();
+                }
+                if ok {
+                    return Some((i, end));
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+fn is_word(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+/// The last part of a column reference, if `e` is one.
+fn column_name(e: &Expr) -> Option<&str> {
+    match e {
+        Expr::Identifier(id) => Some(&id.value),
+        Expr::CompoundIdentifier(ids) => ids.last().map(|i| i.value.as_str()),
+        _ => None,
+    }
+}
+
+fn rewrite_query(sql: &str, spec: &SampleBy) -> Result<String> {
+    let dialect = PostgreSqlDialect {};
+    let parse =
+        |s: &str| Parser::parse_sql(&dialect, s).map_err(|e| QueryError::Sql(e.to_string()));
+    let mut stmts = parse(sql)?;
+    let [Statement::Query(query)] = stmts.as_mut_slice() else {
+        return Err(bad("it applies to one SELECT statement"));
+    };
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return Err(bad("it applies to a plain SELECT (not UNION or VALUES)"));
+    };
+    let bucket = format!(
+        "date_bin(INTERVAL '{}', time, TIMESTAMP '{}')",
+        spec.width.replace('\'', "''"),
+        spec.origin
+    );
+    let mut tags = Vec::new();
+    let mut time_selected = false;
+    for item in &mut select.projection {
+        let (expr, alias) = match item {
+            SelectItem::UnnamedExpr(e) => (e, None),
+            SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.value.clone())),
+            SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
+                return Err(bad("list the columns: SELECT * cannot be sampled"));
+            }
+            _ => continue,
+        };
+        match column_name(expr) {
+            Some(c) if c.eq_ignore_ascii_case("time") => {
+                time_selected = true;
+                let alias = alias.unwrap_or_else(|| "time".into());
+                *item = parse_item(&format!("{bucket} AS \"{}\"", alias.replace('"', "\"\"")))?;
+            }
+            Some(_) => tags.push(expr.to_string()),
+            None => {}
+        }
+    }
+    let group = std::iter::once(bucket.clone())
+        .chain(tags.iter().cloned())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let order = std::iter::once("time".to_string())
+        .chain(tags)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let template = parse(&format!(
+        "SELECT 1 FROM x GROUP BY {group} ORDER BY {order}"
+    ))?;
+    let Some(Statement::Query(t)) = template.into_iter().next() else {
+        unreachable!("the template is a query");
+    };
+    if !matches!(&select.group_by, datafusion::sql::sqlparser::ast::GroupByExpr::Expressions(e, _) if e.is_empty())
+    {
+        return Err(bad("it replaces GROUP BY; use one or the other"));
+    }
+    let SetExpr::Select(ts) = *t.body else {
+        unreachable!("the template is a SELECT");
+    };
+    select.group_by = ts.group_by;
+    if query.order_by.is_none() && time_selected {
+        query.order_by = t.order_by;
+    }
+    Ok(query.to_string())
+}
+
+fn parse_item(text: &str) -> Result<SelectItem> {
+    let q = Parser::parse_sql(&PostgreSqlDialect {}, &format!("SELECT {text}"))
+        .map_err(|e| QueryError::Sql(e.to_string()))?;
+    match q.into_iter().next() {
+        Some(Statement::Query(q)) => match *q.body {
+            SetExpr::Select(s) => Ok(s.projection.into_iter().next().expect("one item")),
+            _ => unreachable!("a SELECT"),
+        },
+        _ => unreachable!("a query"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_without_sample_by_are_left_alone() {
+        for sql in [
+            "SELECT 1",
+            "SELECT 'SAMPLE BY 1m' FROM t",
+            "SELECT sample, by FROM t -- SAMPLE BY 1m",
+            "SELECT resample_by FROM t",
+        ] {
+            assert_eq!(rewrite(sql).unwrap(), None, "{sql}");
+        }
+    }
+
+    #[test]
+    fn rewrites() {
+        let origin = "TIMESTAMP '1970-01-01T00:00:00Z'";
+        for (name, sql, want) in [
+            (
+                "tags and time",
+                "SELECT host, time, avg(v) FROM cpu WHERE v > 0 SAMPLE BY 1m",
+                format!(
+                    "SELECT host, date_bin(INTERVAL '1 minutes', time, {origin}) AS \"time\", avg(v) \
+                     FROM cpu WHERE v > 0 GROUP BY date_bin(INTERVAL '1 minutes', time, {origin}), host \
+                     ORDER BY time, host"
+                ),
+            ),
+            (
+                "quoted width, own ORDER BY and LIMIT kept",
+                "select time as t, max(v) from cpu sample by '10min' order by t desc limit 5",
+                format!(
+                    "SELECT date_bin(INTERVAL '10min', time, {origin}) AS \"t\", max(v) FROM cpu \
+                     GROUP BY date_bin(INTERVAL '10min', time, {origin}) ORDER BY t DESC LIMIT 5"
+                ),
+            ),
+            (
+                "offset, no time selected",
+                "SELECT region, count(*) FROM cpu SAMPLE BY 1h ALIGN TO CALENDAR WITH OFFSET '00:15';",
+                "SELECT region, count(*) FROM cpu GROUP BY date_bin(INTERVAL '1 hours', time, \
+                 TIMESTAMP '1970-01-01T00:15:00Z'), region"
+                    .to_string(),
+            ),
+        ] {
+            assert_eq!(
+                rewrite(sql).unwrap().as_deref(),
+                Some(want.as_str()),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn refusals_name_the_problem() {
+        for (sql, want) in [
+            ("SELECT avg(v) FROM t SAMPLE BY", "width is required"),
+            ("SELECT avg(v) FROM t SAMPLE BY 10", "no unit"),
+            ("SELECT avg(v) FROM t SAMPLE BY 0m", "positive"),
+            ("SELECT avg(v) FROM t SAMPLE BY 1q", "unknown unit"),
+            (
+                "SELECT avg(v) FROM t SAMPLE BY 1m FILL(PREV)",
+                "FILL(PREV) is not supported yet",
+            ),
+            (
+                "SELECT avg(v) FROM t SAMPLE BY 1m ALIGN TO FIRST OBSERVATION",
+                "ALIGN TO FIRST",
+            ),
+            (
+                "SELECT avg(v) FROM t SAMPLE BY 1m ALIGN TO CALENDAR TIME ZONE 'Europe/Oslo'",
+                "TIME ZONE",
+            ),
+            (
+                "SELECT avg(v) FROM t SAMPLE BY 1m WITH OFFSET '25:00'",
+                "'hh:mm'",
+            ),
+            ("SELECT * FROM t SAMPLE BY 1m", "SELECT *"),
+            (
+                "SELECT h, avg(v) FROM t GROUP BY h SAMPLE BY 1m",
+                "GROUP BY",
+            ),
+        ] {
+            let e = rewrite(sql).unwrap_err().to_string();
+            assert!(e.contains(want), "{sql}: {e}");
+        }
+    }
+}
