@@ -17,12 +17,21 @@ pub mod convert;
 pub mod error;
 pub mod functions;
 pub mod insert;
+pub mod latest_on;
 pub mod sample_by;
 pub mod service;
 pub mod table;
 
 pub use error::{QueryError, Result};
 pub use service::{QueryLimits, QueryService};
+
+/// Rewrites Tempora's SQL extensions (`SAMPLE BY`, `LATEST ON`) into standard SQL; `None`
+/// when `sql` uses none of them.
+pub fn rewrite_extensions(sql: &str) -> Result<Option<String>> {
+    let sampled = sample_by::rewrite(sql)?;
+    let s = sampled.as_deref().unwrap_or(sql);
+    Ok(latest_on::rewrite(s)?.or(sampled))
+}
 
 /// The only schema inside a database.
 pub const SCHEMA: &str = "public";

@@ -162,7 +162,7 @@ fn tokens(s: &str) -> Vec<String> {
 
 /// Byte range of the keyword sequence `kws` (case-insensitive, outside quotes and comments,
 /// separated by whitespace) at or after `from`.
-fn find_keywords(sql: &str, kws: &[&str], from: usize) -> Option<(usize, usize)> {
+pub(crate) fn find_keywords(sql: &str, kws: &[&str], from: usize) -> Option<(usize, usize)> {
     let b = sql.as_bytes();
     let mut i = from;
     let word_at = |i: usize, kw: &str| {

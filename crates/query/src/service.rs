@@ -162,7 +162,7 @@ impl QueryService {
             return Ok(count_output(n?));
         }
         let ctx = self.context(db)?;
-        let rewritten = crate::sample_by::rewrite(sql)?;
+        let rewritten = crate::rewrite_extensions(sql)?;
         let sql = rewritten.as_deref().unwrap_or(sql);
         let run = async {
             let df = ctx.sql(sql).await?;

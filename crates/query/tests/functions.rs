@@ -159,3 +159,60 @@ async fn sample_by_groups_by_bucket_and_tags() {
         "{got}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latest_on_matches_the_other_latest_value_shapes() {
+    let (engine, q) = service().await;
+    q.sql(
+        "db",
+        "INSERT INTO cpu (time, host, v) VALUES \
+         ('2024-01-01T00:00:00Z', 'a', 1.0), ('2024-01-01T00:00:30Z', 'a', 3.0), \
+         ('2024-01-01T00:00:40Z', 'b', 10.0), ('2024-01-01T00:00:10Z', 'c', 7.0)",
+        0,
+    )
+    .await
+    .unwrap();
+    let e = engine.clone();
+    tokio::task::spawn_blocking(move || e.flush())
+        .await
+        .unwrap()
+        .unwrap();
+    // Host b's latest point is in the memtable, host a's in a file.
+    q.sql(
+        "db",
+        "INSERT INTO cpu (time, host, v) VALUES ('2024-01-01T00:01:00Z', 'b', 11.0), \
+         ('2024-01-01T00:00:20Z', 'a', 2.0)",
+        0,
+    )
+    .await
+    .unwrap();
+    let latest = table(
+        &q,
+        "SELECT host, time, v FROM cpu LATEST ON time PARTITION BY host",
+    )
+    .await;
+    let want = "\
++------+----------------------+------+
+| host | time                 | v    |
++------+----------------------+------+
+| a    | 2024-01-01T00:00:30Z | 3.0  |
+| b    | 2024-01-01T00:01:00Z | 11.0 |
+| c    | 2024-01-01T00:00:10Z | 7.0  |
++------+----------------------+------+";
+    assert_eq!(latest, want);
+    for shape in [
+        "SELECT DISTINCT ON (host) host, time, v FROM cpu ORDER BY host, time DESC",
+        "SELECT host, max(time) AS time, last(v) AS v FROM cpu GROUP BY host ORDER BY host",
+    ] {
+        assert_eq!(table(&q, shape).await, want, "{shape}");
+    }
+    let top = table(
+        &q,
+        "SELECT host, v FROM cpu LATEST ON time PARTITION BY host ORDER BY v DESC LIMIT 1",
+    )
+    .await;
+    assert!(
+        top.contains("| b    | 11.0 |") && !top.contains("| a "),
+        "{top}"
+    );
+}

@@ -115,7 +115,7 @@ impl QueryParser for DispatchParser {
     {
         let d = self.dispatch();
         let svc = d.service(&d.database(client))?;
-        let rewritten = tempora_query::sample_by::rewrite(sql).map_err(user_error)?;
+        let rewritten = tempora_query::rewrite_extensions(sql).map_err(user_error)?;
         let sql = rewritten.as_deref().unwrap_or(sql);
         svc.query_parser().parse_sql(client, sql, types).await
     }
@@ -173,7 +173,7 @@ impl PgDispatch {
                     .with_rows(n as usize),
             )]);
         }
-        let rewritten = tempora_query::sample_by::rewrite(query).map_err(user_error)?;
+        let rewritten = tempora_query::rewrite_extensions(query).map_err(user_error)?;
         let query = rewritten.as_deref().unwrap_or(query);
         SimpleQueryHandler::do_query(&*self.service(&db)?, client, query).await
     }
