@@ -134,10 +134,24 @@ fn timescaledb_style_sql_runs_unmodified() {
         s.psql("ts", "SELECT region, count(*) FROM cpu SAMPLE BY 1h"),
         "eu,20\n"
     );
-    let out = s.psql_output("ts", "SELECT avg(usage) FROM cpu SAMPLE BY 1m FILL(PREV)");
+    assert_eq!(
+        s.psql(
+            "ts",
+            "SELECT time, max(usage) AS m FROM cpu WHERE host = 'a' \
+             AND time >= '2016-01-01T20:08:00Z' AND time < '2016-01-01T20:30:00Z' \
+             SAMPLE BY 5m FILL(PREV)"
+        ),
+        "2016-01-01 20:05:00.000000+00,\n2016-01-01 20:10:00.000000+00,4.0\n\
+         2016-01-01 20:15:00.000000+00,9.0\n2016-01-01 20:20:00.000000+00,9.0\n\
+         2016-01-01 20:25:00.000000+00,9.0\n"
+    );
+    let out = s.psql_output(
+        "ts",
+        "SELECT time, avg(usage) FROM cpu SAMPLE BY 1m ALIGN TO FIRST OBSERVATION",
+    );
     assert!(!out.status.success());
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("FILL(PREV) is not supported yet"),
+        String::from_utf8_lossy(&out.stderr).contains("only ALIGN TO CALENDAR"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );

@@ -15,6 +15,7 @@
 pub mod catalog;
 pub mod convert;
 pub mod error;
+pub mod fill;
 pub mod functions;
 pub mod insert;
 pub mod latest_on;

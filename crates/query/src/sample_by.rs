@@ -9,27 +9,33 @@
 //!
 //! Rules: the result's `time` is the bucket start (UTC); rows are grouped by the bucket and by
 //! every plain column in the select list other than `time` (the tags); without an `ORDER BY`
-//! the result is ordered by `time`, then the tags, when `time` is selected. The width is `<n><unit>` with
+//! the result is ordered by `time`, then the tags, when `time` is selected. Computed columns
+//! are named as written (`avg(v)`) unless aliased. The width is `<n><unit>` with
 //! unit `s`, `m`, `h`, `d`, `w`, `M` (months) or `y`, or a quoted interval (`'10min'`,
 //! `'1 hour'`). `ALIGN TO CALENDAR` (the default) aligns buckets to the epoch in UTC,
 //! `WITH OFFSET 'hh:mm'` shifts them.
 //!
-//! Not yet: `FILL(…)` other than `NONE`, `TIME ZONE`, `ALIGN TO FIRST OBSERVATION`; each is
-//! refused with an error naming it rather than ignored.
+//! `FILL(NONE | NULL | PREV | LINEAR | <number>)` fills empty buckets (see [`crate::fill`]).
+//!
+//! Not yet: `TIME ZONE`, `ALIGN TO FIRST OBSERVATION`; each is refused with an error naming
+//! it rather than ignored.
 
 use datafusion::sql::sqlparser::ast::{Expr, SelectItem, SetExpr, Statement};
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 
 use crate::error::{QueryError, Result};
+pub use crate::fill::Fill;
+use crate::fill::{Bound, Columns};
 
 /// What the `SAMPLE BY` clause said.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SampleBy {
     /// An interval literal's text, e.g. `10 minutes`.
     pub width: String,
     /// Bucket origin, RFC 3339.
     pub origin: String,
+    pub fill: Fill,
 }
 
 /// Rewrites a statement with `SAMPLE BY`; `None` when it has none.
@@ -61,11 +67,21 @@ pub fn parse_clause(clause: &str) -> Result<SampleBy> {
         Some(w) => width_interval(&w)?,
     };
     let mut origin = "1970-01-01T00:00:00Z".to_string();
+    let mut fill = Fill::None;
     while let Some(w) = words.next() {
         match w.to_ascii_uppercase().as_str() {
-            "FILL(NONE)" => {}
-            f if f.starts_with("FILL(") => {
-                return Err(bad(format!("{w} is not supported yet; only FILL(NONE)")));
+            "FILL(NONE)" => fill = Fill::None,
+            "FILL(NULL)" => fill = Fill::Null,
+            "FILL(PREV)" => fill = Fill::Prev,
+            "FILL(LINEAR)" => fill = Fill::Linear,
+            f if f.starts_with("FILL(") && f.ends_with(')') => {
+                let v = w[5..w.len() - 1].trim();
+                if v.parse::<f64>().is_err() {
+                    return Err(bad(format!(
+                        "{w}: FILL takes NONE, NULL, PREV, LINEAR or a number"
+                    )));
+                }
+                fill = Fill::Value(v.to_string());
             }
             "ALIGN" => {
                 let to = words.next().unwrap_or_default().to_ascii_uppercase();
@@ -88,7 +104,11 @@ pub fn parse_clause(clause: &str) -> Result<SampleBy> {
             _ => return Err(bad(format!("unexpected {w:?}"))),
         }
     }
-    Ok(SampleBy { width, origin })
+    Ok(SampleBy {
+        width,
+        origin,
+        fill,
+    })
 }
 
 /// `10m` → `10 minutes`.
@@ -238,6 +258,11 @@ fn rewrite_query(sql: &str, spec: &SampleBy) -> Result<String> {
         spec.origin
     );
     let mut tags = Vec::new();
+    let mut cols = Columns {
+        tags: Vec::new(),
+        time: String::new(),
+        aggs: Vec::new(),
+    };
     let mut time_selected = false;
     for item in &mut select.projection {
         let (expr, alias) = match item {
@@ -252,10 +277,19 @@ fn rewrite_query(sql: &str, spec: &SampleBy) -> Result<String> {
             Some(c) if c.eq_ignore_ascii_case("time") => {
                 time_selected = true;
                 let alias = alias.unwrap_or_else(|| "time".into());
-                *item = parse_item(&format!("{bucket} AS \"{}\"", alias.replace('"', "\"\"")))?;
+                *item = parse_item(&format!("{bucket} AS {}", quote(&alias)))?;
+                cols.time = alias;
             }
-            Some(_) => tags.push(expr.to_string()),
-            None => {}
+            Some(c) => {
+                cols.tags.push(alias.unwrap_or_else(|| c.to_string()));
+                tags.push(expr.to_string());
+            }
+            None => {
+                // Named, so that a fill can refer to it: its alias, or its text.
+                let name = alias.unwrap_or_else(|| expr.to_string());
+                *item = parse_item(&format!("{expr} AS {}", quote(&name)))?;
+                cols.aggs.push(name);
+            }
         }
     }
     let group = std::iter::once(bucket.clone())
@@ -280,10 +314,84 @@ fn rewrite_query(sql: &str, spec: &SampleBy) -> Result<String> {
         unreachable!("the template is a SELECT");
     };
     select.group_by = ts.group_by;
+    if spec.fill != Fill::None {
+        if !time_selected {
+            return Err(bad("FILL needs `time` in the select list"));
+        }
+        let bounds = time_bounds(select.selection.as_ref());
+        let tail = format!(
+            "{}{}",
+            query
+                .order_by
+                .take()
+                .map(|o| o.to_string())
+                .unwrap_or_default(),
+            query
+                .limit_clause
+                .take()
+                .map(|l| l.to_string())
+                .unwrap_or_default()
+        );
+        return Ok(crate::fill::wrap(
+            &query.to_string(),
+            &cols,
+            &bounds,
+            spec,
+            &tail,
+        ));
+    }
     if query.order_by.is_none() && time_selected {
         query.order_by = t.order_by;
     }
     Ok(query.to_string())
+}
+
+/// The query's own time range from the `AND`ed conditions of its `WHERE` on `time`:
+/// (lower, upper), each with whether it is exclusive.
+fn time_bounds(selection: Option<&Expr>) -> (Bound, Bound) {
+    use datafusion::sql::sqlparser::ast::BinaryOperator as Op;
+    let (mut lo, mut hi) = (None, None);
+    let mut stack: Vec<&Expr> = selection.into_iter().collect();
+    while let Some(e) = stack.pop() {
+        match e {
+            Expr::Nested(inner) => stack.push(inner),
+            Expr::BinaryOp {
+                left,
+                op: Op::And,
+                right,
+            } => {
+                stack.push(left);
+                stack.push(right);
+            }
+            Expr::BinaryOp { left, op, right }
+                if column_name(left).is_some_and(|c| c.eq_ignore_ascii_case("time")) =>
+            {
+                let v = right.to_string();
+                match op {
+                    Op::Gt => lo = Some((v, false)),
+                    Op::GtEq => lo = Some((v, false)),
+                    Op::Lt => hi = Some((v, true)),
+                    Op::LtEq => hi = Some((v, false)),
+                    _ => {}
+                }
+            }
+            Expr::Between {
+                expr,
+                negated: false,
+                low,
+                high,
+            } if column_name(expr).is_some_and(|c| c.eq_ignore_ascii_case("time")) => {
+                lo = Some((low.to_string(), false));
+                hi = Some((high.to_string(), false));
+            }
+            _ => {}
+        }
+    }
+    (lo, hi)
+}
+
+fn quote(name: &str) -> String {
+    crate::fill::quote(name)
 }
 
 fn parse_item(text: &str) -> Result<SelectItem> {
@@ -322,7 +430,7 @@ mod tests {
                 "tags and time",
                 "SELECT host, time, avg(v) FROM cpu WHERE v > 0 SAMPLE BY 1m",
                 format!(
-                    "SELECT host, date_bin(INTERVAL '1 minutes', time, {origin}) AS \"time\", avg(v) \
+                    "SELECT host, date_bin(INTERVAL '1 minutes', time, {origin}) AS \"time\", avg(v) AS \"avg(v)\" \
                      FROM cpu WHERE v > 0 GROUP BY date_bin(INTERVAL '1 minutes', time, {origin}), host \
                      ORDER BY time, host"
                 ),
@@ -331,14 +439,14 @@ mod tests {
                 "quoted width, own ORDER BY and LIMIT kept",
                 "select time as t, max(v) from cpu sample by '10min' order by t desc limit 5",
                 format!(
-                    "SELECT date_bin(INTERVAL '10min', time, {origin}) AS \"t\", max(v) FROM cpu \
+                    "SELECT date_bin(INTERVAL '10min', time, {origin}) AS \"t\", max(v) AS \"max(v)\" FROM cpu \
                      GROUP BY date_bin(INTERVAL '10min', time, {origin}) ORDER BY t DESC LIMIT 5"
                 ),
             ),
             (
                 "offset, no time selected",
                 "SELECT region, count(*) FROM cpu SAMPLE BY 1h ALIGN TO CALENDAR WITH OFFSET '00:15';",
-                "SELECT region, count(*) FROM cpu GROUP BY date_bin(INTERVAL '1 hours', time, \
+                "SELECT region, count(*) AS \"count(*)\" FROM cpu GROUP BY date_bin(INTERVAL '1 hours', time, \
                  TIMESTAMP '1970-01-01T00:15:00Z'), region"
                     .to_string(),
             ),
@@ -360,7 +468,11 @@ mod tests {
             ("SELECT avg(v) FROM t SAMPLE BY 1q", "unknown unit"),
             (
                 "SELECT avg(v) FROM t SAMPLE BY 1m FILL(PREV)",
-                "FILL(PREV) is not supported yet",
+                "FILL needs `time`",
+            ),
+            (
+                "SELECT time, avg(v) FROM t SAMPLE BY 1m FILL(MAYBE)",
+                "FILL takes NONE, NULL",
             ),
             (
                 "SELECT avg(v) FROM t SAMPLE BY 1m ALIGN TO FIRST OBSERVATION",

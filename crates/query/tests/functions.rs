@@ -216,3 +216,85 @@ async fn latest_on_matches_the_other_latest_value_shapes() {
         "{top}"
     );
 }
+
+/// Result rows as `a,b,c` lines (NULL as empty), from the pretty table.
+async fn rows(q: &QueryService, sql: &str) -> Vec<String> {
+    table(q, sql)
+        .await
+        .lines()
+        .filter(|l| l.starts_with('|'))
+        .skip(1)
+        .map(|l| {
+            l.trim_matches('|')
+                .split('|')
+                .map(str::trim)
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sample_by_fill_fills_each_group_across_the_range() {
+    let (_engine, q) = service().await;
+    q.sql(
+        "db",
+        "INSERT INTO cpu (time, host, v) VALUES \
+         ('2024-01-01T00:00:10Z', 'a', 1.0), ('2024-01-01T00:03:00Z', 'a', 4.0), \
+         ('2024-01-01T00:01:00Z', 'b', 10.0)",
+        0,
+    )
+    .await
+    .unwrap();
+    let range = "WHERE time >= '2024-01-01T00:00:00Z' AND time < '2024-01-01T00:05:00Z'";
+    let sampled = |fill: &str| {
+        format!(
+            "SELECT host, time, avg(v) AS v FROM cpu {range} SAMPLE BY 1m FILL({fill}) ORDER BY host, time"
+        )
+    };
+    let col = |rows: Vec<String>, host: &str| -> String {
+        rows.iter()
+            .filter(|r| r.starts_with(&format!("{host},")))
+            .map(|r| r.rsplit(',').next().unwrap().to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    for (fill, want_a, want_b) in [
+        ("NULL", "1.0   4.0 ", " 10.0   "),
+        ("PREV", "1.0 1.0 1.0 4.0 4.0", " 10.0 10.0 10.0 10.0"),
+        ("LINEAR", "1.0 2.0 3.0 4.0 ", " 10.0   "),
+        ("0", "1.0 0.0 0.0 4.0 0.0", "0.0 10.0 0.0 0.0 0.0"),
+        ("NONE", "1.0 4.0", "10.0"),
+    ] {
+        let got = rows(&q, &sampled(fill)).await;
+        assert_eq!(
+            col(got.clone(), "a"),
+            want_a,
+            "FILL({fill}) host a: {got:?}"
+        );
+        assert_eq!(
+            col(got.clone(), "b"),
+            want_b,
+            "FILL({fill}) host b: {got:?}"
+        );
+    }
+    // The bucket times cover the query's range, bucket starts in UTC.
+    let got = rows(&q, &sampled("NULL")).await;
+    assert_eq!(got[0], "a,2024-01-01T00:00:00Z,1.0");
+    assert_eq!(got[4], "a,2024-01-01T00:04:00Z,");
+    // Without a time range, the data's range: minutes 0 to 3.
+    let got = rows(
+        &q,
+        "SELECT time, count(*) AS n FROM cpu SAMPLE BY 1m FILL(0)",
+    )
+    .await;
+    assert_eq!(
+        got,
+        vec![
+            "2024-01-01T00:00:00Z,1",
+            "2024-01-01T00:01:00Z,1",
+            "2024-01-01T00:02:00Z,0",
+            "2024-01-01T00:03:00Z,1"
+        ]
+    );
+}
