@@ -94,6 +94,10 @@ mod tests {
             assert_eq!(rewrite(sql).unwrap().as_deref(), Some(want), "{name}");
         }
         assert_eq!(rewrite("SELECT 'LATEST ON' FROM t").unwrap(), None);
+        assert_eq!(
+            rewrite("SELECT x FROM \"måling\" WHERE søk = 'é'").unwrap(),
+            None
+        );
     }
 
     #[test]

@@ -188,7 +188,7 @@ pub(crate) fn find_keywords(sql: &str, kws: &[&str], from: usize) -> Option<(usi
     let word_at = |i: usize, kw: &str| {
         let end = i + kw.len();
         end <= b.len()
-            && sql[i..end].eq_ignore_ascii_case(kw)
+            && b[i..end].eq_ignore_ascii_case(kw.as_bytes())
             && (i == 0 || !is_word(b[i - 1]) || !is_word(kw.as_bytes()[0]))
             && (end == b.len() || !is_word(b[end]) || !is_word(kw.as_bytes()[kw.len() - 1]))
     };
@@ -228,8 +228,9 @@ pub(crate) fn find_keywords(sql: &str, kws: &[&str], from: usize) -> Option<(usi
     None
 }
 
+/// Part of an identifier: ASCII letters, digits, `_`, and any byte of a non-ASCII character.
 fn is_word(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'_'
+    c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
 }
 
 /// The last part of a column reference, if `e` is one.
@@ -417,6 +418,9 @@ mod tests {
             "SELECT 'SAMPLE BY 1m' FROM t",
             "SELECT sample, by FROM t -- SAMPLE BY 1m",
             "SELECT resample_by FROM t",
+            "SELECT by, temperatur FROM \"måling\"",
+            "SELECT ålatest on FROM t",
+            "SELECT x FROM t WHERE y = 'ø' -- sample by 1m ø",
         ] {
             assert_eq!(rewrite(sql).unwrap(), None, "{sql}");
         }

@@ -298,3 +298,44 @@ async fn sample_by_fill_fills_each_group_across_the_range() {
         ]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counters_handle_resets_per_group() {
+    let (engine, q) = service().await;
+    q.sql(
+        "db",
+        "INSERT INTO net (time, host, bytes) VALUES \
+         ('2024-01-01T00:00:00Z', 'a', 100), ('2024-01-01T00:00:10Z', 'a', 150), \
+         ('2024-01-01T00:00:30Z', 'b', 5)",
+        0,
+    )
+    .await
+    .unwrap();
+    let e = engine.clone();
+    tokio::task::spawn_blocking(move || e.flush())
+        .await
+        .unwrap()
+        .unwrap();
+    // Host a's counter restarts (150 → 20) and grows to 50; the last point arrives first.
+    q.sql(
+        "db",
+        "INSERT INTO net (time, host, bytes) VALUES ('2024-01-01T00:00:40Z', 'a', 50), \
+         ('2024-01-01T00:00:20Z', 'a', 20), ('2024-01-01T00:00:40Z', 'b', 25)",
+        0,
+    )
+    .await
+    .unwrap();
+    let got = rows(
+        &q,
+        "SELECT host, increase(bytes) AS inc, rate(bytes) AS r, delta(bytes, time) AS d \
+         FROM net GROUP BY host ORDER BY host",
+    )
+    .await;
+    // a: +50, reset (+20), +30 = 100 over 40 s; b: +20 over 10 s.
+    assert_eq!(got, vec!["a,100.0,2.5,-50.0", "b,20.0,2.0,20.0"]);
+    let err = q
+        .sql("db", "SELECT rate(host) FROM net", 0)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("must be numeric"), "{err}");
+}

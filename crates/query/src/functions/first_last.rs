@@ -278,8 +278,8 @@ impl Accumulator for One {
     }
 }
 
-/// Rewrites `first(v)` / `last(v)` to `first(v, time)` / `last(v, time)`, with `time` the
-/// input's column of that name.
+/// Rewrites `first(v)` / `last(v)` (and `increase`, `rate`, `delta`) to `first(v, time)` …,
+/// with `time` the input's column of that name.
 #[derive(Debug, Default)]
 pub struct FirstLastTimeRule;
 
@@ -325,8 +325,11 @@ impl AnalyzerRule for FirstLastTimeRule {
     }
 }
 
+/// Aggregates whose one-argument form means "ordered by `time`".
+const TIME_ORDERED: [&str; 5] = ["first", "last", "increase", "rate", "delta"];
+
 fn is_one_arg_first_last(f: &AggregateFunction) -> bool {
-    matches!(f.func.name(), "first" | "last") && f.params.args.len() == 1
+    TIME_ORDERED.contains(&f.func.name()) && f.params.args.len() == 1
 }
 
 /// `first(v)` → `first(v, time) AS "first(v)"`, keeping the name the plan above refers to.

@@ -3,7 +3,10 @@
 //! - `time_bucket(interval, ts [, origin])`: TimescaleDB's bucketing (see [`time_bucket`]).
 //! - `first(v [, ts])`, `last(v [, ts])`: value at the earliest/latest time (see
 //!   [`first_last`]).
+//! - `increase(v [, ts])`, `rate(v [, ts])`, `delta(v [, ts])`: counters with resets (see
+//!   [`counter`]).
 
+pub mod counter;
 pub mod first_last;
 pub mod time_bucket;
 
@@ -17,5 +20,12 @@ pub fn register_all(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(time_bucket::TimeBucket::new()));
     ctx.register_udaf(AggregateUDF::new_from_impl(first_last::FirstLast::first()));
     ctx.register_udaf(AggregateUDF::new_from_impl(first_last::FirstLast::last()));
+    for kind in [
+        counter::Kind::Increase,
+        counter::Kind::Rate,
+        counter::Kind::Delta,
+    ] {
+        ctx.register_udaf(AggregateUDF::new_from_impl(counter::Counter::new(kind)));
+    }
     ctx.add_analyzer_rule(Arc::new(first_last::FirstLastTimeRule));
 }
