@@ -81,7 +81,11 @@ async fn import_inner(
     .await?;
     // Line numbers of the converted body back to CSV row numbers.
     for r in &mut out.rejected {
-        r.0 = converted.rows.get(r.0 - 1).copied().unwrap_or(r.0);
+        r.0 =
+            r.0.checked_sub(1)
+                .and_then(|i| converted.rows.get(i))
+                .copied()
+                .unwrap_or(r.0);
     }
     Ok(out.answer(&converted.rejected))
 }
