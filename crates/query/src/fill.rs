@@ -26,6 +26,8 @@ pub struct Columns {
     pub tags: Vec<String>,
     pub time: String,
     pub aggs: Vec<String>,
+    /// Every output column, in the order the query lists them.
+    pub order: Vec<String>,
 }
 
 /// A bound of the query's time range: the expression and whether it is exclusive.
@@ -84,12 +86,19 @@ pub fn wrap(
     } else {
         format!("PARTITION BY {} ", tags.join(", "))
     };
-    let filled: Vec<String> = cols
-        .aggs
+    // The output columns in the query's own order: tags and time as they are, aggregates
+    // filled.
+    let out: Vec<String> = cols
+        .order
         .iter()
-        .map(|a| format!("{} AS {}", fill_expr(&quote(a), &t, &part, fill), quote(a)))
+        .map(|c| {
+            if cols.aggs.contains(c) {
+                format!("{} AS {}", fill_expr(&quote(c), &t, &part, fill), quote(c))
+            } else {
+                quote(c)
+            }
+        })
         .collect();
-    let out_tags = tags.iter().map(|c| format!("{c}, ")).collect::<String>();
     let order =
         if tail.trim().is_empty() || !tail.trim_start().to_ascii_uppercase().starts_with("ORDER") {
             let mut o = vec![t.clone()];
@@ -104,14 +113,14 @@ pub fn wrap(
          buckets AS (SELECT unnest(generate_series(lo, hi, {iv})) AS {t} FROM bounds){groups}, \
          joined AS (SELECT {grid_cols}buckets.{t} AS {t}, {aggs} FROM {from_grid} \
          LEFT JOIN agg a ON buckets.{t} = a.{t}{on}) \
-         SELECT {out_tags}{t}, {filled} FROM joined {order}",
+         SELECT {out} FROM joined {order}",
         aggs = cols
             .aggs
             .iter()
             .map(|a| format!("a.{}", quote(a)))
             .collect::<Vec<_>>()
             .join(", "),
-        filled = filled.join(", "),
+        out = out.join(", "),
     )
 }
 

@@ -8,7 +8,8 @@
 //!
 //! An `ORDER BY` or `LIMIT` after the clause applies to the latest rows: the rewritten query
 //! becomes a subquery, `SELECT * FROM (…) AS latest ORDER BY … LIMIT …`. The clause must name
-//! the `time` column and at least one partition column.
+//! the `time` column and at least one partition column; `LATEST ON` not followed by
+//! `<column> PARTITION BY` is left alone (it is a join on a table aliased `latest`).
 
 use datafusion::sql::sqlparser::ast::{SetExpr, Statement};
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
@@ -32,10 +33,12 @@ pub fn rewrite(sql: &str) -> Result<Option<String>> {
         .min()
         .unwrap_or(sql.len());
     let clause = sql[after..end].trim();
+    // Only `LATEST ON <column> PARTITION BY …` is the clause; `… AS latest ON a = b` is a join.
     let Some((time, parts)) = find_keywords(clause, &["PARTITION", "BY"], 0)
         .map(|(s, e)| (clause[..s].trim(), clause[e..].trim()))
+        .filter(|(time, _)| !time.is_empty() && !time.contains(char::is_whitespace))
     else {
-        return Err(bad("expected LATEST ON time PARTITION BY col, …"));
+        return Ok(None);
     };
     if !time.eq_ignore_ascii_case("time") {
         return Err(bad(format!("the time column is `time`, not {time:?}")));
@@ -95,6 +98,11 @@ mod tests {
         }
         assert_eq!(rewrite("SELECT 'LATEST ON' FROM t").unwrap(), None);
         assert_eq!(
+            rewrite("SELECT * FROM cpu JOIN hosts AS latest ON cpu.host = latest.host").unwrap(),
+            None,
+            "a table aliased `latest` is not the clause"
+        );
+        assert_eq!(
             rewrite("SELECT x FROM \"måling\" WHERE søk = 'é'").unwrap(),
             None
         );
@@ -103,7 +111,6 @@ mod tests {
     #[test]
     fn refusals_name_the_problem() {
         for (sql, want) in [
-            ("SELECT * FROM t LATEST ON time", "PARTITION BY"),
             ("SELECT * FROM t LATEST ON ts PARTITION BY h", "not \"ts\""),
             (
                 "SELECT * FROM t LATEST ON time PARTITION BY",

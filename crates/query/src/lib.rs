@@ -29,9 +29,29 @@ pub use service::{QueryLimits, QueryService};
 /// Rewrites Tempora's SQL extensions (`SAMPLE BY`, `LATEST ON`) into standard SQL; `None`
 /// when `sql` uses none of them.
 pub fn rewrite_extensions(sql: &str) -> Result<Option<String>> {
-    let sampled = sample_by::rewrite(sql)?;
-    let s = sampled.as_deref().unwrap_or(sql);
-    Ok(latest_on::rewrite(s)?.or(sampled))
+    let uses = |kws: &[&str]| sample_by::find_keywords(sql, kws, 0).is_some();
+    if !uses(&["SAMPLE", "BY"]) && !uses(&["LATEST", "ON"]) {
+        return Ok(None);
+    }
+    // Each statement of a multi-statement text on its own.
+    let mut out = Vec::new();
+    let mut changed = false;
+    let mut from = 0;
+    while from < sql.len() {
+        let end = sample_by::find_keywords(sql, &[";"], from).map_or(sql.len(), |p| p.0);
+        let stmt = &sql[from..end];
+        let sampled = sample_by::rewrite(stmt)?;
+        let s = sampled.as_deref().unwrap_or(stmt);
+        match latest_on::rewrite(s)?.or(sampled) {
+            Some(r) => {
+                changed = true;
+                out.push(r);
+            }
+            None => out.push(stmt.to_string()),
+        }
+        from = end + 1;
+    }
+    Ok(changed.then(|| out.join(";")))
 }
 
 /// The only schema inside a database.
@@ -60,4 +80,24 @@ pub fn validate_database(name: &str) -> Result<()> {
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn each_statement_of_a_text_is_rewritten_on_its_own() {
+        let got = super::rewrite_extensions(
+            "SELECT 1; SELECT time, max(v) FROM t SAMPLE BY 1m; SELECT ';'",
+        )
+        .unwrap()
+        .unwrap();
+        let parts: Vec<&str> = got.split(';').collect();
+        assert_eq!(parts[0], "SELECT 1");
+        assert!(parts[1].contains("GROUP BY date_bin"), "{got}");
+        assert!(got.ends_with(" SELECT ';'"), "{got}");
+        assert_eq!(
+            super::rewrite_extensions("SELECT 1; SELECT 2").unwrap(),
+            None
+        );
+    }
 }

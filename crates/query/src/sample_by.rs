@@ -20,7 +20,7 @@
 //! Not yet: `TIME ZONE`, `ALIGN TO FIRST OBSERVATION`; each is refused with an error naming
 //! it rather than ignored.
 
-use datafusion::sql::sqlparser::ast::{Expr, SelectItem, SetExpr, Statement};
+use datafusion::sql::sqlparser::ast::{Expr, Ident, SelectItem, SetExpr, Statement};
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 
@@ -76,7 +76,7 @@ pub fn parse_clause(clause: &str) -> Result<SampleBy> {
             "FILL(LINEAR)" => fill = Fill::Linear,
             f if f.starts_with("FILL(") && f.ends_with(')') => {
                 let v = w[5..w.len() - 1].trim();
-                if v.parse::<f64>().is_err() {
+                if !v.parse::<f64>().is_ok_and(f64::is_finite) {
                     return Err(bad(format!(
                         "{w}: FILL takes NONE, NULL, PREV, LINEAR or a number"
                     )));
@@ -195,11 +195,19 @@ pub(crate) fn find_keywords(sql: &str, kws: &[&str], from: usize) -> Option<(usi
     while i < b.len() {
         match b[i] {
             b'\'' | b'"' => {
+                // A quoted string or name; a doubled quote inside it is an escaped quote.
                 let q = b[i];
                 i += 1;
-                while i < b.len() && b[i] != q {
+                while i < b.len() && (b[i] != q || b.get(i + 1) == Some(&q)) {
+                    i += if b[i] == q { 2 } else { 1 };
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
                     i += 1;
                 }
+                i += 1;
             }
             b'-' if b.get(i + 1) == Some(&b'-') => {
                 while i < b.len() && b[i] != b'\n' {
@@ -234,11 +242,23 @@ fn is_word(c: u8) -> bool {
 }
 
 /// The last part of a column reference, if `e` is one.
-fn column_name(e: &Expr) -> Option<&str> {
+fn column_ident(e: &Expr) -> Option<&Ident> {
     match e {
-        Expr::Identifier(id) => Some(&id.value),
-        Expr::CompoundIdentifier(ids) => ids.last().map(|i| i.value.as_str()),
+        Expr::Identifier(id) => Some(id),
+        Expr::CompoundIdentifier(ids) => ids.last(),
         _ => None,
+    }
+}
+
+fn column_name(e: &Expr) -> Option<String> {
+    column_ident(e).map(ident_name)
+}
+
+/// A name as DataFusion resolves it: unquoted identifiers are lowercased.
+fn ident_name(id: &Ident) -> String {
+    match id.quote_style {
+        None => id.value.to_lowercase(),
+        Some(_) => id.value.clone(),
     }
 }
 
@@ -263,32 +283,37 @@ fn rewrite_query(sql: &str, spec: &SampleBy) -> Result<String> {
         tags: Vec::new(),
         time: String::new(),
         aggs: Vec::new(),
+        order: Vec::new(),
     };
     let mut time_selected = false;
     for item in &mut select.projection {
         let (expr, alias) = match item {
             SelectItem::UnnamedExpr(e) => (e, None),
-            SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.value.clone())),
+            SelectItem::ExprWithAlias { expr, alias } => (expr, Some(ident_name(alias))),
             SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
                 return Err(bad("list the columns: SELECT * cannot be sampled"));
             }
             _ => continue,
         };
-        match column_name(expr) {
+        match column_ident(expr).map(ident_name).as_deref() {
             Some(c) if c.eq_ignore_ascii_case("time") => {
                 time_selected = true;
                 let alias = alias.unwrap_or_else(|| "time".into());
                 *item = parse_item(&format!("{bucket} AS {}", quote(&alias)))?;
+                cols.order.push(alias.clone());
                 cols.time = alias;
             }
             Some(c) => {
-                cols.tags.push(alias.unwrap_or_else(|| c.to_string()));
+                let name = alias.unwrap_or_else(|| c.to_string());
+                cols.order.push(name.clone());
+                cols.tags.push(name);
                 tags.push(expr.to_string());
             }
             None => {
                 // Named, so that a fill can refer to it: its alias, or its text.
                 let name = alias.unwrap_or_else(|| expr.to_string());
                 *item = parse_item(&format!("{expr} AS {}", quote(&name)))?;
+                cols.order.push(name.clone());
                 cols.aggs.push(name);
             }
         }
@@ -297,10 +322,14 @@ fn rewrite_query(sql: &str, spec: &SampleBy) -> Result<String> {
         .chain(tags.iter().cloned())
         .collect::<Vec<_>>()
         .join(", ");
-    let order = std::iter::once("time".to_string())
-        .chain(tags)
-        .collect::<Vec<_>>()
-        .join(", ");
+    let order = std::iter::once(quote(if cols.time.is_empty() {
+        "time"
+    } else {
+        &cols.time
+    }))
+    .chain(cols.tags.iter().map(|t| quote(t)))
+    .collect::<Vec<_>>()
+    .join(", ");
     let template = parse(&format!(
         "SELECT 1 FROM x GROUP BY {group} ORDER BY {order}"
     ))?;
@@ -421,6 +450,8 @@ mod tests {
             "SELECT by, temperatur FROM \"måling\"",
             "SELECT ålatest on FROM t",
             "SELECT x FROM t WHERE y = 'ø' -- sample by 1m ø",
+            "SELECT x FROM t /* SAMPLE BY 1m */",
+            "SELECT 'it''s SAMPLE BY 1m' FROM t",
         ] {
             assert_eq!(rewrite(sql).unwrap(), None, "{sql}");
         }
@@ -436,7 +467,7 @@ mod tests {
                 format!(
                     "SELECT host, date_bin(INTERVAL '1 minutes', time, {origin}) AS \"time\", avg(v) AS \"avg(v)\" \
                      FROM cpu WHERE v > 0 GROUP BY date_bin(INTERVAL '1 minutes', time, {origin}), host \
-                     ORDER BY time, host"
+                     ORDER BY \"time\", \"host\""
                 ),
             ),
             (

@@ -339,3 +339,51 @@ async fn counters_handle_resets_per_group() {
         .unwrap_err();
     assert!(err.to_string().contains("must be numeric"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sample_by_keeps_names_case_and_column_order() {
+    let (_engine, q) = service().await;
+    q.sql(
+        "db",
+        "INSERT INTO cpu (time, host, v) VALUES ('2024-01-01T00:00:00Z', 'a', 1.0), \
+         ('2024-01-01T00:02:00Z', 'a', 3.0), ('2024-01-01T00:00:00Z', 'b', 5.0)",
+        0,
+    )
+    .await
+    .unwrap();
+    // An aliased time column orders the result; unquoted names are case-insensitive.
+    let got = rows(
+        &q,
+        "SELECT Time AS Ts, HOST, max(V) AS Top FROM cpu SAMPLE BY 1m",
+    )
+    .await;
+    assert_eq!(
+        got,
+        vec![
+            "2024-01-01T00:00:00Z,a,1.0",
+            "2024-01-01T00:00:00Z,b,5.0",
+            "2024-01-01T00:02:00Z,a,3.0"
+        ]
+    );
+    // FILL keeps the select list's order (time first here) and case rules.
+    let got = rows(
+        &q,
+        "SELECT Time, Host, avg(v) AS V FROM cpu WHERE host = 'a' SAMPLE BY 1m FILL(LINEAR)",
+    )
+    .await;
+    assert_eq!(
+        got,
+        vec![
+            "2024-01-01T00:00:00Z,a,1.0",
+            "2024-01-01T00:01:00Z,a,2.0",
+            "2024-01-01T00:02:00Z,a,3.0"
+        ]
+    );
+    // time_bucket on a timestamp in seconds.
+    let got = rows(
+        &q,
+        "SELECT time_bucket(INTERVAL '1 day', to_timestamp_seconds(1700000000)) AS d",
+    )
+    .await;
+    assert_eq!(got, vec!["2023-11-14T00:00:00"]);
+}

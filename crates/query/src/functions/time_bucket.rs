@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use arrow::datatypes::{DataType, Field, FieldRef, TimeUnit};
+use arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{Result, ScalarValue, exec_err};
 use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
@@ -47,18 +47,13 @@ pub fn default_origin_ns(width: &ScalarValue) -> i64 {
     }
 }
 
-/// `ns` as a scalar of the timestamp type `ty`.
+/// The origin scalar for a source of type `ty`: always nanoseconds (what `date_bin` takes
+/// for an origin, whatever the source's unit), in the source's time zone.
 fn origin_scalar(ns: i64, ty: &DataType) -> Result<ScalarValue> {
-    let DataType::Timestamp(unit, tz) = ty else {
+    let DataType::Timestamp(_, tz) = ty else {
         return exec_err!("time_bucket: the second argument must be a timestamp, got {ty}");
     };
-    let tz = tz.clone();
-    Ok(match unit {
-        TimeUnit::Second => ScalarValue::TimestampSecond(Some(ns / 1_000_000_000), tz),
-        TimeUnit::Millisecond => ScalarValue::TimestampMillisecond(Some(ns / 1_000_000), tz),
-        TimeUnit::Microsecond => ScalarValue::TimestampMicrosecond(Some(ns / 1_000), tz),
-        TimeUnit::Nanosecond => ScalarValue::TimestampNanosecond(Some(ns), tz),
-    })
+    Ok(ScalarValue::TimestampNanosecond(Some(ns), tz.clone()))
 }
 
 impl ScalarUDFImpl for TimeBucket {
@@ -82,11 +77,10 @@ impl ScalarUDFImpl for TimeBucket {
             let ColumnarValue::Scalar(width) = &args.args[0] else {
                 return exec_err!("time_bucket: the bucket width must be a constant");
             };
-            let ty = args.arg_fields[1].data_type().clone();
-            let origin = origin_scalar(default_origin_ns(width), &ty)?;
+            let origin = origin_scalar(default_origin_ns(width), args.arg_fields[1].data_type())?;
+            let field = Field::new("origin", origin.data_type(), true);
             args.args.push(ColumnarValue::Scalar(origin));
-            args.arg_fields
-                .push(Arc::new(Field::new("origin", ty, true)));
+            args.arg_fields.push(Arc::new(field));
         }
         self.date_bin.invoke_with_args(args)
     }
@@ -95,7 +89,7 @@ impl ScalarUDFImpl for TimeBucket {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow::datatypes::IntervalMonthDayNano;
+    use arrow::datatypes::{IntervalMonthDayNano, TimeUnit};
 
     #[test]
     fn default_origins() {
@@ -115,11 +109,11 @@ mod tests {
     }
 
     #[test]
-    fn origin_follows_the_input_unit() {
+    fn origin_is_in_nanoseconds_and_the_input_zone() {
         let ty = DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into()));
         assert_eq!(
             origin_scalar(ORIGIN_DAYS_NS, &ty).unwrap(),
-            ScalarValue::TimestampMillisecond(Some(946_857_600_000), Some("UTC".into()))
+            ScalarValue::TimestampNanosecond(Some(ORIGIN_DAYS_NS), Some("UTC".into()))
         );
         assert!(origin_scalar(0, &DataType::Int64).is_err());
     }
