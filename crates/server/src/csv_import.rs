@@ -148,6 +148,16 @@ pub fn record_to_line(
             spec.time_column
         )
     })?;
+    if let Some(c) = rec
+        .iter()
+        .position(|v| v.contains(['\n', '\r']))
+        .filter(|&c| c != time_idx)
+    {
+        return Err(format!(
+            "the value of column {:?} holds a line break, which line protocol cannot carry",
+            headers.get(c).unwrap_or("")
+        ));
+    }
     let mut line = escape(&spec.table);
     let mut fields = String::new();
     for (c, (h, v)) in headers.iter().zip(rec.iter()).enumerate() {
@@ -337,6 +347,15 @@ mod tests {
             let e = convert(body, &spec(), 1).unwrap_err();
             assert!(e.contains(want), "{name}: {e}");
         }
+        // A value with a line break is refused by its row; the rows after keep their numbers.
+        let c = convert(b"time,v,note\n1,2,\"two\nlines\"\n3,4,ok\n", &spec(), 1).unwrap();
+        assert_eq!(c.rows, vec![2]);
+        assert_eq!(c.rejected[0].0, 1);
+        assert!(
+            c.rejected[0].1.contains("\"note\" holds a line break"),
+            "{:?}",
+            c.rejected
+        );
         // A short row is rejected by number; the others are kept.
         let c = convert(b"time,v\n1,2\n3\n4,5\n", &spec(), 1).unwrap();
         assert_eq!(c.rows, vec![1, 3]);

@@ -220,16 +220,28 @@ pub struct Credentials {
     user: String,
     salt: Vec<u8>,
     salted: Vec<u8>,
+    /// A salted random password answered for unknown users, so that they fail at the same
+    /// (last) step as a wrong password and a client cannot tell the two apart.
+    decoy_salt: Vec<u8>,
+    decoy: Vec<u8>,
 }
 
 impl Credentials {
     pub fn new(user: &str, password: &str) -> Self {
         let salt = scram::random_nonce().into_bytes();
         let salted = scram::gen_salted_password(password, &salt, scram::SCRAM_ITERATIONS);
+        let decoy_salt = scram::random_nonce().into_bytes();
+        let decoy = scram::gen_salted_password(
+            &scram::random_nonce(),
+            &decoy_salt,
+            scram::SCRAM_ITERATIONS,
+        );
         Self {
             user: user.to_string(),
             salt,
             salted,
+            decoy_salt,
+            decoy,
         }
     }
 }
@@ -237,11 +249,13 @@ impl Credentials {
 #[async_trait]
 impl AuthSource for Credentials {
     async fn get_password(&self, login: &LoginInfo) -> PgWireResult<Password> {
-        // An unknown user fails the same way as a wrong password, so a client cannot tell
-        // which one it got wrong.
-        let user = login.user().unwrap_or_default();
-        if user != self.user {
-            return Err(PgWireError::InvalidPassword(user.to_string()));
+        // An unknown user gets the decoy: the exchange goes on and fails at its last step,
+        // exactly as a wrong password does.
+        if login.user() != Some(self.user.as_str()) {
+            return Ok(Password::new(
+                Some(self.decoy_salt.clone()),
+                self.decoy.clone(),
+            ));
         }
         Ok(Password::new(Some(self.salt.clone()), self.salted.clone()))
     }

@@ -48,7 +48,6 @@ pub struct Histogram {
     /// Observations per bucket (not cumulative); the last slot is above every bound.
     buckets: [Counter; LATENCY_BUCKETS.len() + 1],
     sum_micros: Counter,
-    count: Counter,
 }
 
 impl Histogram {
@@ -60,7 +59,6 @@ impl Histogram {
             .unwrap_or(LATENCY_BUCKETS.len());
         self.buckets[i].inc_by(1);
         self.sum_micros.inc_by(d.as_micros() as u64);
-        self.count.inc_by(1);
     }
 
     /// (upper bound, cumulative count) per bucket, ending with `+Inf`; the sum in seconds;
@@ -75,7 +73,8 @@ impl Histogram {
                 acc,
             ));
         }
-        (out, self.sum_micros.get() as f64 / 1e6, self.count.get())
+        // The count is the buckets' total, so `_count` always equals the `+Inf` bucket.
+        (out, self.sum_micros.get() as f64 / 1e6, acc)
     }
 }
 
