@@ -21,14 +21,18 @@ pub mod insert;
 pub mod latest_on;
 pub mod sample_by;
 pub mod service;
+pub mod show;
 pub mod table;
 
 pub use error::{QueryError, Result};
 pub use service::{QueryLimits, QueryService};
 
-/// Rewrites Tempora's SQL extensions (`SAMPLE BY`, `LATEST ON`) into standard SQL; `None`
-/// when `sql` uses none of them.
+/// Rewrites Tempora's SQL extensions (`SAMPLE BY`, `LATEST ON`, `SHOW DATABASES`, `SHOW TAG
+/// VALUES`) into standard SQL; `None` when `sql` uses none of them.
 pub fn rewrite_extensions(sql: &str) -> Result<Option<String>> {
+    if let Some(q) = show::rewrite(sql)? {
+        return Ok(Some(q));
+    }
     let uses = |kws: &[&str]| sample_by::find_keywords(sql, kws, 0).is_some();
     if !uses(&["SAMPLE", "BY"]) && !uses(&["LATEST", "ON"]) {
         return Ok(None);

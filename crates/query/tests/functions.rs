@@ -387,3 +387,30 @@ async fn sample_by_keeps_names_case_and_column_order() {
     .await;
     assert_eq!(got, vec!["2023-11-14T00:00:00"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_databases_and_tag_values() {
+    let (_engine, q) = service().await;
+    q.dbs.create("other").unwrap();
+    q.sql(
+        "db",
+        "INSERT INTO cpu (time, host, region, v) VALUES ('2024-01-01T00:00:00Z', 'b', 'eu', 1.0), \
+         ('2024-01-01T00:00:01Z', 'a', 'eu', 2.0), ('2024-01-01T00:00:02Z', 'b', 'us', 3.0)",
+        0,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        rows(&q, "SHOW TAG VALUES FROM cpu WITH KEY = host").await,
+        vec!["a", "b"]
+    );
+    assert_eq!(
+        rows(&q, "show tag values from cpu with key=region;").await,
+        vec!["eu", "us"]
+    );
+    let dbs = rows(&q, "SHOW DATABASES").await;
+    assert!(
+        dbs.contains(&"db".to_string()) && dbs.contains(&"other".to_string()),
+        "{dbs:?}"
+    );
+}
