@@ -19,6 +19,22 @@ async fn service() -> (Arc<Engine>, QueryService) {
     )
 }
 
+/// Runs a statement that must succeed (inserts).
+async fn exec(q: &QueryService, sql: &str) {
+    q.sql("db", sql, 0)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
+/// Flushes the memtables, so that later rows sit in the memtable and earlier ones in files.
+async fn flush(engine: &Arc<Engine>) {
+    let e = engine.clone();
+    tokio::task::spawn_blocking(move || e.flush())
+        .await
+        .unwrap()
+        .unwrap();
+}
+
 async fn table(q: &QueryService, sql: &str) -> String {
     let out = q
         .sql("db", sql, 0)
@@ -31,29 +47,21 @@ async fn table(q: &QueryService, sql: &str) -> String {
 async fn first_and_last_by_time_across_files_and_memtable() {
     let (engine, q) = service().await;
     // Out of time order on purpose; host b has a NULL reading (no `v`) at its latest time.
-    q.sql(
-        "db",
+    exec(
+        &q,
         "INSERT INTO cpu (time, host, v, n) VALUES \
          ('2024-01-01T00:00:20Z', 'a', 3.0, 30), ('2024-01-01T00:00:00Z', 'a', 1.0, 10), \
          ('2024-01-01T00:00:10Z', 'b', 7.0, 70)",
-        0,
     )
-    .await
-    .unwrap();
-    let e = engine.clone();
-    tokio::task::spawn_blocking(move || e.flush())
-        .await
-        .unwrap()
-        .unwrap();
-    q.sql(
-        "db",
+    .await;
+    flush(&engine).await;
+    exec(
+        &q,
         "INSERT INTO cpu (time, host, v, n) VALUES \
          ('2024-01-01T00:00:05Z', 'a', 2.0, 20), ('2024-01-01T00:00:30Z', 'b', NULL, 90), \
          ('2024-01-01T00:00:01Z', 'b', 6.0, 60)",
-        0,
     )
-    .await
-    .unwrap();
+    .await;
     let got = table(
         &q,
         "SELECT host, first(v) AS fv, last(v) AS lv, first(n, time) AS fn, last(n, time) AS ln \
@@ -87,14 +95,8 @@ async fn first_and_last_by_time_across_files_and_memtable() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn time_bucket_buckets_like_timescaledb() {
     let (_engine, q) = service().await;
-    q.sql(
-        "db",
-        "INSERT INTO m (time, v) VALUES ('2024-01-03T10:00:00Z', 1.0), ('2024-01-08T23:59:59Z', 2.0), \
-         ('2024-01-15T00:00:00Z', 3.0), ('2024-02-20T00:00:00Z', 4.0)",
-        0,
-    )
-    .await
-    .unwrap();
+    exec(&q, "INSERT INTO m (time, v) VALUES ('2024-01-03T10:00:00Z', 1.0), ('2024-01-08T23:59:59Z', 2.0), \
+         ('2024-01-15T00:00:00Z', 3.0), ('2024-02-20T00:00:00Z', 4.0)").await;
     let got = table(
         &q,
         "SELECT time_bucket(INTERVAL '1 week', time) AS w, count(*) AS c FROM m GROUP BY w ORDER BY w",
@@ -123,16 +125,14 @@ async fn time_bucket_buckets_like_timescaledb() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sample_by_groups_by_bucket_and_tags() {
     let (_engine, q) = service().await;
-    q.sql(
-        "db",
+    exec(
+        &q,
         "INSERT INTO cpu (time, host, v) VALUES \
          ('2024-01-01T00:00:00Z', 'a', 1.0), ('2024-01-01T00:00:30Z', 'a', 3.0), \
          ('2024-01-01T00:01:10Z', 'a', 5.0), ('2024-01-01T00:00:40Z', 'b', 10.0), \
          ('2024-01-01T00:16:00Z', 'b', 20.0)",
-        0,
     )
-    .await
-    .unwrap();
+    .await;
     let got = table(
         &q,
         "SELECT host, time, avg(v) AS v, first(v) AS f FROM cpu SAMPLE BY 1m",
@@ -163,29 +163,21 @@ async fn sample_by_groups_by_bucket_and_tags() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn latest_on_matches_the_other_latest_value_shapes() {
     let (engine, q) = service().await;
-    q.sql(
-        "db",
+    exec(
+        &q,
         "INSERT INTO cpu (time, host, v) VALUES \
          ('2024-01-01T00:00:00Z', 'a', 1.0), ('2024-01-01T00:00:30Z', 'a', 3.0), \
          ('2024-01-01T00:00:40Z', 'b', 10.0), ('2024-01-01T00:00:10Z', 'c', 7.0)",
-        0,
     )
-    .await
-    .unwrap();
-    let e = engine.clone();
-    tokio::task::spawn_blocking(move || e.flush())
-        .await
-        .unwrap()
-        .unwrap();
+    .await;
+    flush(&engine).await;
     // Host b's latest point is in the memtable, host a's in a file.
-    q.sql(
-        "db",
+    exec(
+        &q,
         "INSERT INTO cpu (time, host, v) VALUES ('2024-01-01T00:01:00Z', 'b', 11.0), \
          ('2024-01-01T00:00:20Z', 'a', 2.0)",
-        0,
     )
-    .await
-    .unwrap();
+    .await;
     let latest = table(
         &q,
         "SELECT host, time, v FROM cpu LATEST ON time PARTITION BY host",
@@ -237,15 +229,13 @@ async fn rows(q: &QueryService, sql: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sample_by_fill_fills_each_group_across_the_range() {
     let (_engine, q) = service().await;
-    q.sql(
-        "db",
+    exec(
+        &q,
         "INSERT INTO cpu (time, host, v) VALUES \
          ('2024-01-01T00:00:10Z', 'a', 1.0), ('2024-01-01T00:03:00Z', 'a', 4.0), \
          ('2024-01-01T00:01:00Z', 'b', 10.0)",
-        0,
     )
-    .await
-    .unwrap();
+    .await;
     let range = "WHERE time >= '2024-01-01T00:00:00Z' AND time < '2024-01-01T00:05:00Z'";
     let sampled = |fill: &str| {
         format!(
@@ -302,29 +292,21 @@ async fn sample_by_fill_fills_each_group_across_the_range() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn counters_handle_resets_per_group() {
     let (engine, q) = service().await;
-    q.sql(
-        "db",
+    exec(
+        &q,
         "INSERT INTO net (time, host, bytes) VALUES \
          ('2024-01-01T00:00:00Z', 'a', 100), ('2024-01-01T00:00:10Z', 'a', 150), \
          ('2024-01-01T00:00:30Z', 'b', 5)",
-        0,
     )
-    .await
-    .unwrap();
-    let e = engine.clone();
-    tokio::task::spawn_blocking(move || e.flush())
-        .await
-        .unwrap()
-        .unwrap();
+    .await;
+    flush(&engine).await;
     // Host a's counter restarts (150 → 20) and grows to 50; the last point arrives first.
-    q.sql(
-        "db",
+    exec(
+        &q,
         "INSERT INTO net (time, host, bytes) VALUES ('2024-01-01T00:00:40Z', 'a', 50), \
          ('2024-01-01T00:00:20Z', 'a', 20), ('2024-01-01T00:00:40Z', 'b', 25)",
-        0,
     )
-    .await
-    .unwrap();
+    .await;
     let got = rows(
         &q,
         "SELECT host, increase(bytes) AS inc, rate(bytes) AS r, delta(bytes, time) AS d \
@@ -343,14 +325,12 @@ async fn counters_handle_resets_per_group() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sample_by_keeps_names_case_and_column_order() {
     let (_engine, q) = service().await;
-    q.sql(
-        "db",
+    exec(
+        &q,
         "INSERT INTO cpu (time, host, v) VALUES ('2024-01-01T00:00:00Z', 'a', 1.0), \
          ('2024-01-01T00:02:00Z', 'a', 3.0), ('2024-01-01T00:00:00Z', 'b', 5.0)",
-        0,
     )
-    .await
-    .unwrap();
+    .await;
     // An aliased time column orders the result; unquoted names are case-insensitive.
     let got = rows(
         &q,
@@ -392,14 +372,12 @@ async fn sample_by_keeps_names_case_and_column_order() {
 async fn show_databases_and_tag_values() {
     let (_engine, q) = service().await;
     q.dbs.create("other").unwrap();
-    q.sql(
-        "db",
+    exec(
+        &q,
         "INSERT INTO cpu (time, host, region, v) VALUES ('2024-01-01T00:00:00Z', 'b', 'eu', 1.0), \
          ('2024-01-01T00:00:01Z', 'a', 'eu', 2.0), ('2024-01-01T00:00:02Z', 'b', 'us', 3.0)",
-        0,
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(
         rows(&q, "SHOW TAG VALUES FROM cpu WITH KEY = host").await,
         vec!["a", "b"]
