@@ -1,56 +1,18 @@
-//! TSBS cpu-only-shaped rows: 10 tags and 10 fields per host, random-walk values.
+//! TSBS cpu-only-shaped rows as engine batches: 10 tags and 10 fields per host, random-walk
+//! values. Names and tags come from the suite's generator (`tempora-bench`); this file adds
+//! the `RowBatch` form the in-process benches write.
 
 use tempora_model::{FieldValue, RowBatch, RowBatchBuilder, Timestamp};
 
-pub const FIELDS: [&str; 10] = [
-    "usage_user",
-    "usage_system",
-    "usage_idle",
-    "usage_nice",
-    "usage_iowait",
-    "usage_irq",
-    "usage_softirq",
-    "usage_steal",
-    "usage_guest",
-    "usage_guest_nice",
-];
+pub use tempora_bench::tsbs::FIELDS;
 
-const REGIONS: [&str; 9] = [
-    "us-east-1",
-    "us-west-1",
-    "us-west-2",
-    "eu-west-1",
-    "eu-central-1",
-    "ap-southeast-1",
-    "ap-southeast-2",
-    "ap-northeast-1",
-    "sa-east-1",
-];
-
-/// The tags of host `h`, as TSBS derives them.
+/// The tags of host `h`, as TSBS derives them (the suite's generator, `tempora-bench`).
 pub fn host_tags(h: usize) -> Vec<(String, String)> {
-    let r = REGIONS[h % REGIONS.len()];
-    vec![
-        ("hostname".into(), format!("host_{h}")),
-        ("region".into(), r.into()),
-        (
-            "datacenter".into(),
-            format!("{r}{}", ["a", "b", "c"][h % 3]),
-        ),
-        ("rack".into(), format!("{}", h % 100)),
-        (
-            "os".into(),
-            ["Ubuntu16.10", "Ubuntu16.04LTS", "Ubuntu15.10"][h % 3].into(),
-        ),
-        ("arch".into(), ["x86", "x64"][h % 2].into()),
-        ("team".into(), ["SF", "NYC", "LON", "CHI"][h % 4].into()),
-        ("service".into(), format!("{}", h % 20)),
-        ("service_version".into(), format!("{}", h % 2)),
-        (
-            "service_environment".into(),
-            ["production", "staging", "test"][h % 3].into(),
-        ),
-    ]
+    tempora_bench::tsbs::TAG_KEYS
+        .iter()
+        .zip(tempora_bench::tsbs::host_tags(h))
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
 }
 
 /// Deterministic generator of cpu rows.
