@@ -110,6 +110,13 @@ impl QueryService {
             .build();
         let ctx = SessionContext::new_with_state(state);
         crate::functions::register_all(&ctx);
+        ctx.register_udtf(
+            "tempora_columns",
+            Arc::new(crate::functions::columns::ColumnsFn {
+                engine: self.dbs.engine().clone(),
+                db: db.to_string(),
+            }),
+        );
         if let Some(h) = &self.hook {
             h(&ctx, db);
         }

@@ -2,10 +2,11 @@
 //!
 //! - `SHOW DATABASES` → the databases (`name`), sorted;
 //! - `SHOW TAG VALUES FROM t WITH KEY = k` → the distinct values of tag `k` in `t` (`value`),
-//!   sorted.
+//!   sorted;
+//! - `DESCRIBE t` → each column's name, type and kind (`tag`, `time`, `field`), from
+//!   `tempora_columns('t')`.
 //!
-//! `SHOW TABLES`, `SHOW COLUMNS FROM t`, `DESCRIBE t` and `information_schema` are
-//! DataFusion's own.
+//! `SHOW TABLES`, `SHOW COLUMNS FROM t` and `information_schema` are DataFusion's own.
 
 use crate::error::{QueryError, Result};
 use crate::fill::quote;
@@ -51,6 +52,10 @@ pub fn rewrite(sql: &str) -> Result<Option<String>> {
                 name(raw_key, key)
             )))
         }
+        ["DESCRIBE" | "DESC", _] => Ok(Some(format!(
+            "SELECT column_name, data_type, kind FROM tempora_columns('{}')",
+            words[1].trim_matches('"').replace('\'', "''")
+        ))),
         ["SHOW", "TAG", "VALUES", ..] => Err(QueryError::Sql(
             "SHOW TAG VALUES: expected SHOW TAG VALUES FROM <table> WITH KEY = <tag>".into(),
         )),
@@ -78,6 +83,11 @@ mod tests {
                 ),
             ),
             ("SELECT 1", None),
+            (
+                "describe cpu",
+                Some("SELECT column_name, data_type, kind FROM tempora_columns('cpu')"),
+            ),
+            ("DESCRIBE SELECT 1", None),
             ("SHOW TABLES", None),
         ] {
             assert_eq!(rewrite(sql).unwrap().as_deref(), want, "{sql}");

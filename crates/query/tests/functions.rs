@@ -392,3 +392,28 @@ async fn show_databases_and_tag_values() {
         "{dbs:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn describe_says_which_columns_are_tags_and_fields() {
+    let (_engine, q) = service().await;
+    exec(
+        &q,
+        "INSERT INTO cpu (time, host, v, n, note) VALUES ('2024-01-01T00:00:00Z', 'a', 1.0, 2, 'x')",
+    )
+    .await;
+    // INSERT's string values are tags (schema on write); numbers are fields.
+    let mut got = rows(&q, "DESCRIBE cpu").await;
+    got[3..].sort();
+    assert_eq!(
+        got,
+        vec![
+            "host,string,tag",
+            "note,string,tag",
+            "time,timestamp,time",
+            "n,integer,field",
+            "v,float,field"
+        ]
+    );
+    let err = q.sql("db", "DESCRIBE nope", 0).await.unwrap_err();
+    assert!(err.to_string().contains("\"nope\" not found"), "{err}");
+}

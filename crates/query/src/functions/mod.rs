@@ -6,6 +6,7 @@
 //! - `increase(v [, ts])`, `rate(v [, ts])`, `delta(v [, ts])`: counters with resets (see
 //!   [`counter`]).
 
+pub mod columns;
 pub mod counter;
 pub mod first_last;
 pub mod time_bucket;

@@ -1,0 +1,61 @@
+//! `tempora_columns('t')`: the columns of table `t` of the session's database, one row each:
+//! `column_name`, `data_type` (`string` for tags and `timestamp` for time; a field's type
+//! otherwise) and `kind` (`tag`, `field` or `time`). `DESCRIBE t` is rewritten to it, so
+//! clients can tell tags from fields.
+
+use std::sync::Arc;
+
+use arrow::array::{RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Schema};
+use datafusion::catalog::{TableFunctionImpl, TableProvider};
+use datafusion::common::{Result, ScalarValue, plan_err};
+use datafusion::datasource::MemTable;
+use datafusion::logical_expr::Expr;
+use tempora_model::ColumnKind;
+use tempora_storage::Engine;
+
+pub struct ColumnsFn {
+    pub engine: Arc<Engine>,
+    pub db: String,
+}
+
+impl std::fmt::Debug for ColumnsFn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ColumnsFn").field("db", &self.db).finish()
+    }
+}
+
+impl TableFunctionImpl for ColumnsFn {
+    fn call(&self, args: &[Expr]) -> Result<Arc<dyn TableProvider>> {
+        let [Expr::Literal(ScalarValue::Utf8(Some(table)), _)] = args else {
+            return plan_err!("tempora_columns takes one table name as a string literal");
+        };
+        let Some(schema) = self.engine.schema(&crate::engine_table(&self.db, table)) else {
+            return plan_err!("table {table:?} not found in database {:?}", self.db);
+        };
+        // In the table's column order: tags, time, fields.
+        let mut rows: Vec<(String, String, &str)> = schema
+            .tags()
+            .map(|t| (t.to_string(), "string".to_string(), "tag"))
+            .collect();
+        rows.push(("time".into(), "timestamp".into(), "time"));
+        for (name, kind) in schema.columns() {
+            if let ColumnKind::Field(t) = kind {
+                rows.push((name.clone(), t.to_string(), "field"));
+            }
+        }
+        let out = Arc::new(Schema::new(vec![
+            Field::new("column_name", DataType::Utf8, false),
+            Field::new("data_type", DataType::Utf8, false),
+            Field::new("kind", DataType::Utf8, false),
+        ]));
+        let names = StringArray::from_iter_values(rows.iter().map(|r| r.0.as_str()));
+        let types = StringArray::from_iter_values(rows.iter().map(|r| r.1.as_str()));
+        let kinds = StringArray::from_iter_values(rows.iter().map(|r| r.2));
+        let batch = RecordBatch::try_new(
+            out.clone(),
+            vec![Arc::new(names), Arc::new(types), Arc::new(kinds)],
+        )?;
+        Ok(Arc::new(MemTable::try_new(out, vec![vec![batch]])?))
+    }
+}
