@@ -29,6 +29,9 @@ use crate::error::{QueryError, Result};
 
 /// Writes the rows of `batch` and fails if the engine refused any of them.
 pub fn write_all_or_fail(engine: &Engine, batch: RowBatch) -> Result<u64> {
+    let db = crate::split_engine_table(batch.table())
+        .map(|(db, _)| db.to_string())
+        .unwrap_or_default();
     let out = engine.write(batch)?;
     if let Some(r) = out.rejected.first() {
         return Err(QueryError::Insert(format!(
@@ -36,7 +39,7 @@ pub fn write_all_or_fail(engine: &Engine, batch: RowBatch) -> Result<u64> {
             out.rejected.len(),
             out.written + out.rejected.len(),
             r.row + 1,
-            r.reason
+            crate::user_message(&db, &r.reason)
         )));
     }
     Ok(out.written as u64)

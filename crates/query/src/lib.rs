@@ -66,6 +66,12 @@ pub fn engine_table(db: &str, table: &str) -> String {
     format!("{db}.{table}")
 }
 
+/// An engine message as a client of `db` should read it: the engine names table `t` of `db`
+/// `"db.t"`, the client wrote `"t"`.
+pub fn user_message(db: &str, msg: &str) -> String {
+    msg.replace(&format!("\"{db}."), "\"")
+}
+
 /// Splits an engine table name into (database, table).
 pub fn split_engine_table(name: &str) -> Option<(&str, &str)> {
     name.split_once('.')

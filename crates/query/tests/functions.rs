@@ -417,3 +417,26 @@ async fn describe_says_which_columns_are_tags_and_fields() {
     let err = q.sql("db", "DESCRIBE nope", 0).await.unwrap_err();
     assert!(err.to_string().contains("\"nope\" not found"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn insert_errors_name_the_table_as_written() {
+    let (_engine, q) = service().await;
+    exec(
+        &q,
+        "INSERT INTO cpu (time, v) VALUES ('2024-01-01T00:00:00Z', 1.0)",
+    )
+    .await;
+    let err = q
+        .sql(
+            "db",
+            "INSERT INTO cpu (time, v) VALUES ('2024-01-01T00:00:01Z', 'x')",
+            0,
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("table \"cpu\"") && !err.contains("db.cpu"),
+        "{err}"
+    );
+}

@@ -159,12 +159,10 @@ pub async fn ingest_lines(
     let lines = parsed.rows + parsed.errors.len();
     let out = inner.gate.write(parsed).await?;
     s.metrics.ingest_rows.inc_by(out.rows as u64);
-    // Engine messages name the engine's table (`db.m`); the client wrote `m`.
-    let engine_prefix = format!("\"{db}.");
     let rejected = out
         .rejected
         .into_iter()
-        .map(|r| (r.line, r.reason.replace(&engine_prefix, "\"")))
+        .map(|r| (r.line, tempora_query::user_message(db, &r.reason)))
         .collect();
     Ok(WriteOutcome {
         written: out.rows,
