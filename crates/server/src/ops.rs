@@ -39,7 +39,7 @@ pub async fn metrics(State(s): State<Arc<AppState>>) -> Response {
     counter(
         "tempora_queries_total",
         "SQL statements run over HTTP.",
-        m.queries.get(),
+        m.http_query_latency.count(),
     );
     counter(
         "tempora_query_errors_total",

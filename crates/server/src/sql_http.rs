@@ -23,7 +23,6 @@ pub async fn sql(
 ) -> Response {
     let started = Instant::now();
     let r = run(&s, &p, headers, body).await;
-    s.metrics.queries.inc_by(1);
     s.metrics.http_query_latency.observe(started.elapsed());
     match r {
         Ok(resp) => resp,

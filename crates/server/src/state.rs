@@ -61,6 +61,11 @@ impl Histogram {
         self.sum_micros.inc_by(d.as_micros() as u64);
     }
 
+    /// Observations so far.
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().map(Counter::get).sum()
+    }
+
     /// (upper bound, cumulative count) per bucket, ending with `+Inf`; the sum in seconds;
     /// the count.
     pub fn snapshot(&self) -> (Vec<(f64, u64)>, f64, u64) {
@@ -83,9 +88,8 @@ impl Histogram {
 pub struct ServerMetrics {
     pub ingest_bytes: Counter,
     pub ingest_rows: Counter,
-    pub queries: Counter,
     pub query_errors: Counter,
-    /// SQL latency over HTTP.
+    /// SQL latency over HTTP (its count is the number of statements).
     pub http_query_latency: Histogram,
     /// Statement latency over the PostgreSQL protocol.
     pub pg_query_latency: Arc<Histogram>,
