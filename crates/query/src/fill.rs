@@ -9,6 +9,8 @@
 //!   value before (`last_value … IGNORE NULLS`), `LINEAR` interpolates between the
 //!   neighbouring non-NULL values by time (ends without a neighbour stay NULL).
 
+use crate::sql_text::quote;
+
 /// How to fill an empty bucket.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Fill {
@@ -32,10 +34,6 @@ pub struct Columns {
 
 /// A bound of the query's time range: the expression and whether it is exclusive.
 pub type Bound = Option<(String, bool)>;
-
-pub fn quote(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
 
 /// The filled query around `inner` (the sampled query, without ORDER BY).
 pub fn wrap(

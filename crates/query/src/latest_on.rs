@@ -16,7 +16,7 @@ use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 
 use crate::error::{QueryError, Result};
-use crate::sample_by::find_keywords;
+use crate::sql_text::find_keywords;
 
 fn bad(msg: impl Into<String>) -> QueryError {
     QueryError::Sql(format!("LATEST ON: {}", msg.into()))

@@ -22,6 +22,7 @@ pub mod latest_on;
 pub mod sample_by;
 pub mod service;
 pub mod show;
+pub mod sql_text;
 pub mod table;
 
 pub use error::{QueryError, Result};
@@ -33,7 +34,7 @@ pub fn rewrite_extensions(sql: &str) -> Result<Option<String>> {
     if let Some(q) = show::rewrite(sql)? {
         return Ok(Some(q));
     }
-    let uses = |kws: &[&str]| sample_by::find_keywords(sql, kws, 0).is_some();
+    let uses = |kws: &[&str]| sql_text::find_keywords(sql, kws, 0).is_some();
     if !uses(&["SAMPLE", "BY"]) && !uses(&["LATEST", "ON"]) {
         return Ok(None);
     }
@@ -42,7 +43,7 @@ pub fn rewrite_extensions(sql: &str) -> Result<Option<String>> {
     let mut changed = false;
     let mut from = 0;
     while from < sql.len() {
-        let end = sample_by::find_keywords(sql, &[";"], from).map_or(sql.len(), |p| p.0);
+        let end = sql_text::find_keywords(sql, &[";"], from).map_or(sql.len(), |p| p.0);
         let stmt = &sql[from..end];
         let sampled = sample_by::rewrite(stmt)?;
         let s = sampled.as_deref().unwrap_or(stmt);

@@ -9,7 +9,7 @@
 //! `SHOW TABLES`, `SHOW COLUMNS FROM t` and `information_schema` are DataFusion's own.
 
 use crate::error::{QueryError, Result};
-use crate::fill::quote;
+use crate::sql_text::quote;
 
 /// The query for a statement above; `None` for anything else.
 pub fn rewrite(sql: &str) -> Result<Option<String>> {
