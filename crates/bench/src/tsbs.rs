@@ -30,7 +30,8 @@ pub const TAG_KEYS: [&str; 10] = [
     "service_environment",
 ];
 
-const REGIONS: [&str; 9] = [
+/// The regions TSBS spreads hosts over.
+pub const REGIONS: [&str; 9] = [
     "us-east-1",
     "us-west-1",
     "us-west-2",

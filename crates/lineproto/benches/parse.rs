@@ -9,34 +9,12 @@
 
 use std::time::{Duration, Instant};
 
+use tempora_bench::tsbs::{FIELDS, REGIONS};
 use tempora_lineproto::bench_support::parse_without_push;
 use tempora_lineproto::{ParseOptions, parse, parse_from_line, split_chunks};
 use tempora_model::{FieldValue, RowBatchBuilder, Timestamp};
 
 const HOSTS: usize = 4_000;
-const FIELDS: [&str; 10] = [
-    "usage_user",
-    "usage_system",
-    "usage_idle",
-    "usage_nice",
-    "usage_iowait",
-    "usage_irq",
-    "usage_softirq",
-    "usage_steal",
-    "usage_guest",
-    "usage_guest_nice",
-];
-const REGIONS: [&str; 9] = [
-    "us-east-1",
-    "us-west-1",
-    "us-west-2",
-    "eu-west-1",
-    "eu-central-1",
-    "ap-southeast-1",
-    "ap-southeast-2",
-    "ap-northeast-1",
-    "sa-east-1",
-];
 
 /// xorshift64*: deterministic and dependency-free.
 struct Rng(u64);
