@@ -13,6 +13,14 @@ use crate::sql_text::quote;
 
 /// The query for a statement above; `None` for anything else.
 pub fn rewrite(sql: &str) -> Result<Option<String>> {
+    // Every statement passes here: only SHOW and DESCRIBE are looked at further.
+    let first = sql.split_whitespace().next().unwrap_or_default();
+    if !["SHOW", "DESCRIBE", "DESC"]
+        .iter()
+        .any(|k| first.eq_ignore_ascii_case(k))
+    {
+        return Ok(None);
+    }
     let spaced = sql.trim().trim_end_matches(';').replace('=', " = ");
     let words: Vec<&str> = spaced.split_whitespace().collect();
     let upper: Vec<String> = words.iter().map(|w| w.to_ascii_uppercase()).collect();
