@@ -43,5 +43,5 @@ pub use compaction::{FileSpan, pick as pick_compaction};
 pub use engine::{DirWals, Engine, EngineIo, MemWals, WalFactory, WriteOutcome};
 pub use error::{Result, StorageError};
 pub use options::EngineOptions;
-pub use scan::{ScanRequest, output_schema};
+pub use scan::{RegionScan, ScanPlan, ScanRequest, ScanStats, output_schema};
 pub use tempora_index::Matcher;

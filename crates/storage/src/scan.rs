@@ -5,8 +5,8 @@
 //! prunes files and row groups by time, merges memtable parts and files, and removes
 //! duplicates, so a reader sees each (series, time) once with the newest value of each field.
 //!
-//! Output columns: every tag of the table (`Utf8`, null where a series lacks it), `time`
-//! (timestamp ns UTC), then the requested fields. Rows come sorted by series key then time
+//! Output columns: the requested tags (by default every tag of the table; `Utf8`, null where
+//! a series lacks it), `time` (timestamp ns UTC), then the requested fields. Rows come sorted by series key then time
 //! within each region's batch.
 
 use std::collections::HashSet;
@@ -23,7 +23,7 @@ use tempora_model::{FieldType, SeriesId, TIME_COLUMN};
 
 use crate::engine::{Engine, Shared};
 use crate::error::{Result, StorageError};
-use crate::region::Region;
+use crate::region::{Region, RegionSnapshot};
 use crate::run::{SortedRun, merge_runs};
 use crate::sst::{SstFilter, read_files, read_sst};
 use crate::table::Table;
@@ -36,6 +36,9 @@ pub struct ScanRequest {
     pub matcher: Matcher,
     /// Fields to read; `None` reads all.
     pub fields: Option<Vec<String>>,
+    /// Tag columns to output, in this order; `None` outputs all. (Series are selected by
+    /// `matcher` whatever this holds.)
+    pub tags: Option<Vec<String>>,
 }
 
 impl Default for ScanRequest {
@@ -44,7 +47,63 @@ impl Default for ScanRequest {
             time: None,
             matcher: Matcher::All,
             fields: None,
+            tags: None,
         }
+    }
+}
+
+/// What a planned scan keeps of the table: the pruning `EXPLAIN` reports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanStats {
+    pub regions_total: usize,
+    pub regions_kept: usize,
+    pub files_total: usize,
+    pub files_kept: usize,
+    /// Series summed over regions (a series present in two partitions counts twice).
+    pub series_total: usize,
+    pub series_kept: usize,
+}
+
+/// One region's share of a planned scan: its snapshot and the series the matcher chose
+/// (`None` = every series).
+pub struct RegionScan {
+    region: Arc<Region>,
+    ids: Option<RoaringBitmap>,
+    snap: RegionSnapshot,
+}
+
+/// A scan whose regions are chosen and snapshotted but not yet read.
+pub struct ScanPlan {
+    shared: Arc<Shared>,
+    tags: Vec<String>,
+    fields: Vec<(String, FieldType)>,
+    time: Option<(i64, i64)>,
+    regions: Vec<RegionScan>,
+    pub stats: ScanStats,
+}
+
+impl std::fmt::Debug for ScanPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScanPlan")
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+impl ScanPlan {
+    /// Regions left to read, in (partition, bucket) order.
+    pub fn regions(&self) -> usize {
+        self.regions.len()
+    }
+
+    /// Reads region `i`: tags, time, then the requested fields, sorted by series then time,
+    /// each (series, time) once. `None` when nothing in it matches.
+    pub fn read(&self, i: usize) -> Result<Option<RecordBatch>> {
+        let run = scan_region(&self.shared, &self.regions[i], &self.fields, self.time)?;
+        if run.num_rows() == 0 {
+            return Ok(None);
+        }
+        to_output(&run, &self.tags, &self.fields).map(Some)
     }
 }
 
@@ -119,23 +178,74 @@ impl Engine {
 
     /// Reads rows; one batch per region that has matching rows.
     pub fn scan(&self, table: &str, req: &ScanRequest) -> Result<Vec<RecordBatch>> {
-        let table = self.table(table)?;
-        let fields = selected_fields(&table, req.fields.as_ref())?;
-        let plain: Vec<(String, FieldType)> =
-            fields.iter().map(|(_, n, t)| (n.clone(), *t)).collect();
-        let tags = table.tags();
-        let names = table.field_names();
+        let plan = self.plan_scan(table, req)?;
         let mut out = Vec::new();
-        for region in table.all_regions() {
-            if !overlaps(&self.shared, &region, req.time) {
-                continue;
-            }
-            let run = scan_region(&self.shared, &region, &names, &plain, req)?;
-            if run.num_rows() > 0 {
-                out.push(to_output(&run, &tags, &plain)?);
+        for i in 0..plan.regions.len() {
+            if let Some(b) = plan.read(i)? {
+                out.push(b);
             }
         }
         Ok(out)
+    }
+
+    /// Chooses what a scan reads: the regions overlapping the time range, each one's
+    /// snapshot, and the series its index selects. Nothing is read yet; [`ScanPlan::read`]
+    /// reads one region, so a caller can stream region by region.
+    pub fn plan_scan(&self, table: &str, req: &ScanRequest) -> Result<ScanPlan> {
+        let table = self.table(table)?;
+        let fields = selected_fields(&table, req.fields.as_ref())?;
+        let fields: Vec<(String, FieldType)> = fields.into_iter().map(|(_, n, t)| (n, t)).collect();
+        let names = table.field_names();
+        let mut stats = ScanStats::default();
+        let mut regions = Vec::new();
+        for region in table.all_regions() {
+            stats.regions_total += 1;
+            let total_series = region.index_read()?.len();
+            stats.series_total += total_series;
+            if !overlaps(&self.shared, &region, req.time) {
+                stats.files_total += region.files.read().len();
+                continue;
+            }
+            let ids = select(&region, &req.matcher)?;
+            let kept_series = ids.as_ref().map_or(total_series, |b| b.len() as usize);
+            if kept_series == 0 {
+                stats.files_total += region.files.read().len();
+                continue;
+            }
+            let mut snap = region.snapshot(&names);
+            stats.files_total += snap.files.len();
+            snap.files.retain(|f| {
+                req.time
+                    .is_none_or(|(s, e)| f.meta.max_time >= s && f.meta.min_time < e)
+            });
+            stats.files_kept += snap.files.len();
+            stats.series_kept += kept_series;
+            stats.regions_kept += 1;
+            regions.push(RegionScan { region, ids, snap });
+        }
+        let all_tags = table.tags();
+        let tags = match &req.tags {
+            None => all_tags,
+            Some(want) => {
+                if let Some(bad) = want.iter().find(|t| !all_tags.contains(t)) {
+                    return Err(StorageError::Model(
+                        tempora_model::ModelError::InvalidName {
+                            name: bad.clone(),
+                            reason: "no such tag",
+                        },
+                    ));
+                }
+                want.clone()
+            }
+        };
+        Ok(ScanPlan {
+            shared: self.shared.clone(),
+            tags,
+            fields,
+            time: req.time,
+            regions,
+            stats,
+        })
     }
 
     /// The newest point of every selected series, answered from the last-value cache.
@@ -240,19 +350,14 @@ fn ensure_lvc(shared: &Shared, table: &Table, region: &Arc<Region>) -> Result<()
 
 fn scan_region(
     shared: &Shared,
-    region: &Arc<Region>,
-    names: &[String],
+    rs: &RegionScan,
     fields: &[(String, FieldType)],
-    req: &ScanRequest,
+    time: Option<(i64, i64)>,
 ) -> Result<SortedRun> {
-    let ids = select(region, &req.matcher)?;
-    if ids.as_ref().is_some_and(|b| b.is_empty()) {
-        return Ok(SortedRun::empty(fields));
-    }
-    let snap = region.snapshot(names);
+    let (region, ids) = (&rs.region, rs.ids.as_ref());
     let (keys, mut runs) = {
         let index = region.index_read()?;
-        let keys: Option<Arc<Vec<Bytes>>> = ids.as_ref().map(|b| {
+        let keys: Option<Arc<Vec<Bytes>>> = ids.map(|b| {
             let mut k: Vec<Bytes> = b
                 .iter()
                 .filter_map(|i| index.key(SeriesId(i)))
@@ -263,25 +368,16 @@ fn scan_region(
         });
         let key_of = |id: u32| Bytes::copy_from_slice(index.key(SeriesId(id)).expect("indexed"));
         let mut runs = Vec::new();
-        for part in &snap.frozen {
-            let b = filter_part(&part.batch, ids.as_ref(), req.time)?;
+        for part in &rs.snap.frozen {
+            let b = filter_part(&part.batch, ids, time)?;
             if b.num_rows() > 0 {
                 runs.push(SortedRun::from_series_batch(&b, fields, key_of)?);
             }
         }
         (keys, runs)
     };
-    let filter = SstFilter {
-        time: req.time,
-        keys,
-    };
-    for f in &snap.files {
-        if req
-            .time
-            .is_some_and(|(s, e)| f.meta.max_time < s || f.meta.min_time >= e)
-        {
-            continue;
-        }
+    let filter = SstFilter { time, keys };
+    for f in &rs.snap.files {
         runs.push(read_sst(
             &f.meta.path,
             shared.store.get(&f.meta.path)?,
