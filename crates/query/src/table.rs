@@ -1,30 +1,34 @@
 //! A Tempora table as a DataFusion [`TableProvider`].
 //!
-//! Time predicates become the scan's time range and tag predicates (`=`, `IN`) become index
-//! matchers, so the engine reads only matching regions, files and series; both are reported
-//! as `Inexact`, so DataFusion still applies them to what comes back. Only the fields the
-//! query uses are read.
+//! Filters become the scan's time range and an index matcher (see [`crate::pushdown`]), so
+//! the engine reads only matching regions, files and series; both are reported as
+//! `Inexact`, so DataFusion still applies them to what comes back. Only the fields the query
+//! uses are read. The scan itself streams region by region ([`crate::scan_exec`]).
 
 use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
-use datafusion::common::ScalarValue;
 use datafusion::datasource::TableType;
-use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::error::{DataFusionError, Result as DfResult};
-use datafusion::logical_expr::{BinaryExpr, Expr, Operator, TableProviderFilterPushDown};
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 use tempora_model::TableSchema;
-use tempora_storage::{Engine, Matcher, ScanRequest};
+use tempora_storage::Engine;
 
+use crate::pushdown::{classify, request};
+use crate::scan_exec::{ScanArgs, ScanSource, TemporaScanExec};
+
+#[derive(Clone)]
 pub struct TemporaTable {
     engine: Arc<Engine>,
     /// The engine's name (`db.table`).
     name: String,
     schema: SchemaRef,
     tags: Vec<String>,
+    /// Answer from the last-value cache instead of the regions.
+    latest: bool,
 }
 
 impl std::fmt::Debug for TemporaTable {
@@ -44,6 +48,7 @@ impl TemporaTable {
             name,
             schema: tempora_storage::output_schema(&tags, &fields),
             tags,
+            latest: false,
         }
     }
 
@@ -52,114 +57,22 @@ impl TemporaTable {
     }
 }
 
-/// A timestamp literal in nanoseconds.
-fn ts_nanos(v: &ScalarValue) -> Option<i64> {
-    match v {
-        ScalarValue::TimestampNanosecond(Some(x), _) => Some(*x),
-        ScalarValue::TimestampMicrosecond(Some(x), _) => x.checked_mul(1_000),
-        ScalarValue::TimestampMillisecond(Some(x), _) => x.checked_mul(1_000_000),
-        ScalarValue::TimestampSecond(Some(x), _) => x.checked_mul(1_000_000_000),
-        _ => None,
-    }
-}
-
-fn column_name(e: &Expr) -> Option<&str> {
-    match e {
-        Expr::Column(c) => Some(c.name.as_str()),
-        Expr::Cast(c) => column_name(&c.expr),
-        _ => None,
-    }
-}
-
-fn literal(e: &Expr) -> Option<&ScalarValue> {
-    match e {
-        Expr::Literal(v, _) => Some(v),
-        _ => None,
-    }
-}
-
-/// What one filter tells the scan.
-#[derive(Debug)]
-enum Pushed {
-    /// Inclusive start, exclusive end.
-    Time(i64, i64),
-    Tag(Matcher),
-}
-
 impl TemporaTable {
-    fn classify(&self, e: &Expr) -> Option<Pushed> {
-        match e {
-            Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
-                let (col, op, v) = match (column_name(left), literal(right)) {
-                    (Some(c), Some(v)) => (c, *op, v),
-                    _ => (column_name(right)?, op.swap()?, literal(left)?),
-                };
-                if col == tempora_model::TIME_COLUMN {
-                    let t = ts_nanos(v)?;
-                    return match op {
-                        Operator::GtEq => Some(Pushed::Time(t, i64::MAX)),
-                        Operator::Gt => Some(Pushed::Time(t.checked_add(1)?, i64::MAX)),
-                        Operator::Lt => Some(Pushed::Time(i64::MIN, t)),
-                        Operator::LtEq => Some(Pushed::Time(i64::MIN, t.checked_add(1)?)),
-                        Operator::Eq => Some(Pushed::Time(t, t.checked_add(1)?)),
-                        _ => None,
-                    };
-                }
-                if op == Operator::Eq && self.is_tag(col) {
-                    let ScalarValue::Utf8(Some(s)) = v else {
-                        return None;
-                    };
-                    return Some(Pushed::Tag(Matcher::Eq(col.to_string(), s.clone())));
-                }
-                None
-            }
-            Expr::InList(l) if !l.negated => {
-                let col = column_name(&l.expr)?;
-                if !self.is_tag(col) {
-                    return None;
-                }
-                let values = l
-                    .list
-                    .iter()
-                    .map(|e| match literal(e) {
-                        Some(ScalarValue::Utf8(Some(s))) => Some(s.clone()),
-                        _ => None,
-                    })
-                    .collect::<Option<Vec<_>>>()?;
-                Some(Pushed::Tag(Matcher::In(col.to_string(), values)))
-            }
-            Expr::Between(b) if !b.negated && column_name(&b.expr) == Some("time") => {
-                let lo = ts_nanos(literal(&b.low)?)?;
-                let hi = ts_nanos(literal(&b.high)?)?;
-                Some(Pushed::Time(lo, hi.checked_add(1)?))
-            }
-            _ => None,
+    /// The same table answered from the last-value cache: each selected series' newest
+    /// row. Only for plans where that gives the same result (see `latest_rule`).
+    pub fn latest_variant(&self) -> Self {
+        Self {
+            latest: true,
+            ..self.clone()
         }
     }
 
-    fn request(&self, filters: &[Expr], fields: Option<Vec<String>>) -> ScanRequest {
-        let mut time: Option<(i64, i64)> = None;
-        let mut matchers = Vec::new();
-        for f in filters {
-            match self.classify(f) {
-                Some(Pushed::Time(s, e)) => {
-                    let (s0, e0) = time.unwrap_or((i64::MIN, i64::MAX));
-                    time = Some((s0.max(s), e0.min(e)));
-                }
-                Some(Pushed::Tag(m)) => matchers.push(m),
-                None => {}
-            }
-        }
-        let matcher = match matchers.len() {
-            0 => Matcher::All,
-            1 => matchers.pop().expect("one"),
-            _ => Matcher::And(matchers),
-        };
-        ScanRequest {
-            time: time.map(|(s, e)| (s, e.max(s))),
-            matcher,
-            fields,
-        }
+    pub fn is_latest(&self) -> bool {
+        self.latest
+    }
+
+    pub fn tags(&self) -> &[String] {
+        &self.tags
     }
 }
 
@@ -177,7 +90,7 @@ impl TableProvider for TemporaTable {
     ) -> DfResult<Vec<TableProviderFilterPushDown>> {
         Ok(filters
             .iter()
-            .map(|f| match self.classify(f) {
+            .map(|f| match classify(f, &|c| self.is_tag(c)) {
                 Some(_) => TableProviderFilterPushDown::Inexact,
                 None => TableProviderFilterPushDown::Unsupported,
             })
@@ -186,32 +99,40 @@ impl TableProvider for TemporaTable {
 
     async fn scan(
         &self,
-        _state: &dyn Session,
+        state: &dyn Session,
         projection: Option<&Vec<usize>>,
         filters: &[Expr],
-        _limit: Option<usize>,
+        limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let first_field = self.tags.len() + 1;
-        // Read every field the projection names; tags and time always come back.
+        // Read the fields the projection names and decode only the tags it names; time
+        // always comes back.
         let fields = projection.map(|p| {
             p.iter()
                 .filter(|&&i| i >= first_field)
                 .map(|&i| self.schema.field(i).name().clone())
                 .collect::<Vec<_>>()
         });
-        let req = self.request(filters, fields.clone());
-        let (engine, name) = (self.engine.clone(), self.name.clone());
-        let batches = tokio::task::spawn_blocking(move || engine.scan(&name, &req))
-            .await
-            .map_err(|e| DataFusionError::External(Box::new(e)))?
-            .map_err(|e| DataFusionError::External(Box::new(e)))?;
-        // The engine's output has tags, time, then the requested fields in request order.
-        let read_schema = match &fields {
+        let tags = projection.map(|p| {
+            let mut t: Vec<usize> = p.iter().copied().filter(|&i| i < self.tags.len()).collect();
+            t.sort_unstable();
+            t.dedup();
+            t.into_iter()
+                .map(|i| self.tags[i].clone())
+                .collect::<Vec<_>>()
+        });
+        let (mut req, pushed) = request(filters, &|c| self.is_tag(c), fields.clone());
+        req.tags = tags.clone();
+        // The engine's output: the tags asked for, time, then the fields in request order.
+        let read_schema = match projection {
             None => self.schema.clone(),
-            Some(f) => {
-                let mut cols: Vec<arrow::datatypes::FieldRef> =
-                    self.schema.fields()[..first_field].to_vec();
-                for name in f {
+            Some(_) => {
+                let mut cols: Vec<arrow::datatypes::FieldRef> = Vec::new();
+                for name in tags.iter().flatten() {
+                    cols.push(self.schema.field_with_name(name)?.clone().into());
+                }
+                cols.push(self.schema.field(self.tags.len()).clone().into());
+                for name in fields.iter().flatten() {
                     cols.push(self.schema.field_with_name(name)?.clone().into());
                 }
                 Arc::new(arrow::datatypes::Schema::new(cols))
@@ -227,15 +148,44 @@ impl TableProvider for TemporaTable {
                 })
                 .collect::<Vec<_>>()
         });
-        let batches = batches
-            .into_iter()
-            .map(|b| b.with_schema(read_schema.clone()))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(MemorySourceConfig::try_new_exec(
-            &[batches],
+        let (engine, name, latest) = (self.engine.clone(), self.name.clone(), self.latest);
+        let source = tokio::task::spawn_blocking(move || {
+            if latest {
+                engine
+                    .latest(&name, &req.matcher, req.fields.as_ref())
+                    .map(ScanSource::Latest)
+            } else {
+                engine
+                    .plan_scan(&name, &req)
+                    .map(|p| ScanSource::Regions(Arc::new(p)))
+            }
+        })
+        .await
+        .map_err(|e| DataFusionError::External(Box::new(e)))?
+        .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        // The cache answers with every tag: keep the read schema's columns.
+        let source = match source {
+            ScanSource::Latest(b) => {
+                let idx = read_schema
+                    .fields()
+                    .iter()
+                    .map(|f| b.schema().index_of(f.name()))
+                    .collect::<Result<Vec<_>, _>>()?;
+                ScanSource::Latest(b.project(&idx)?)
+            }
+            other => other,
+        };
+        let config = state.config();
+        Ok(Arc::new(TemporaScanExec::new(ScanArgs {
+            table: self.name.clone(),
+            source,
             read_schema,
-            proj,
-        )?)
+            projection: proj,
+            limit,
+            pushed,
+            target_partitions: config.target_partitions(),
+            batch_rows: config.batch_size(),
+        })?))
     }
 
     async fn insert_into(
