@@ -22,6 +22,8 @@ pub enum QueryError {
     Insert(String),
     #[error("query cancelled: it ran longer than its timeout of {0:?}")]
     Timeout(std::time::Duration),
+    #[error("the result has more than {0} rows (max_result_rows); add a LIMIT or aggregate")]
+    TooManyRows(usize),
 }
 
 pub type Result<T, E = QueryError> = std::result::Result<T, E>;
@@ -42,6 +44,7 @@ impl QueryError {
             },
             Self::Storage(e) => e.http_status(),
             Self::Timeout(_) => 408,
+            Self::TooManyRows(_) => 400,
         }
     }
 
@@ -54,6 +57,7 @@ impl QueryError {
             Self::Sql(_) => "42601",
             Self::Model(_) | Self::Insert(_) | Self::Arrow(_) => "22000",
             Self::Timeout(_) => "57014",
+            Self::TooManyRows(_) => "54000",
             Self::DataFusion(e) => match e.find_root() {
                 D::SQL(..) => "42601",
                 D::SchemaError(..) => "42703",

@@ -19,13 +19,18 @@ pub mod fill;
 pub mod functions;
 pub mod insert;
 pub mod latest_on;
+pub mod latest_rule;
+pub mod limits;
+pub mod pushdown;
 pub mod sample_by;
+pub mod scan_exec;
 pub mod service;
 pub mod show;
 pub mod sql_text;
 pub mod table;
 
 pub use error::{QueryError, Result};
+pub use limits::QueryOptions;
 pub use service::{QueryLimits, QueryService};
 
 /// Rewrites Tempora's SQL extensions (`SAMPLE BY`, `LATEST ON`, `SHOW DATABASES`, `SHOW TAG
@@ -44,19 +49,39 @@ pub fn rewrite_extensions(sql: &str) -> Result<Option<String>> {
     let mut from = 0;
     while from < sql.len() {
         let end = sql_text::find_keywords(sql, &[";"], from).map_or(sql.len(), |p| p.0);
-        let stmt = &sql[from..end];
+        let (explain, stmt) = split_explain(&sql[from..end]);
         let sampled = sample_by::rewrite(stmt)?;
         let s = sampled.as_deref().unwrap_or(stmt);
         match latest_on::rewrite(s)?.or(sampled) {
             Some(r) => {
                 changed = true;
-                out.push(r);
+                out.push(format!("{explain} {r}"));
             }
-            None => out.push(stmt.to_string()),
+            None => out.push(sql[from..end].to_string()),
         }
         from = end + 1;
     }
     Ok(changed.then(|| out.join(";")))
+}
+
+/// Splits a leading `EXPLAIN [ANALYZE] [VERBOSE]` off a statement, so the extensions are
+/// rewritten in what it explains.
+fn split_explain(stmt: &str) -> (&str, &str) {
+    let mut at = 0;
+    for (i, kw) in ["EXPLAIN", "ANALYZE", "VERBOSE"].iter().enumerate() {
+        let rest = &stmt[at..];
+        let word = rest.trim_start();
+        let skipped = rest.len() - word.len();
+        let matches = word.len() > kw.len()
+            && word[..kw.len()].eq_ignore_ascii_case(kw)
+            && word[kw.len()..].starts_with(char::is_whitespace);
+        if matches {
+            at += skipped + kw.len();
+        } else if i == 0 {
+            return ("", stmt);
+        }
+    }
+    stmt.split_at(at)
 }
 
 /// The only schema inside a database.
@@ -110,5 +135,28 @@ mod tests {
             super::rewrite_extensions("SELECT 1; SELECT 2").unwrap(),
             None
         );
+    }
+
+    #[test]
+    fn explain_prefixes_are_kept_around_the_rewrite() {
+        let cases = [
+            ("EXPLAIN SELECT", "EXPLAIN", " SELECT"),
+            (
+                "  explain analyze verbose SELECT",
+                "  explain analyze verbose",
+                " SELECT",
+            ),
+            ("EXPLAIN VERBOSE SELECT", "EXPLAIN VERBOSE", " SELECT"),
+            ("SELECT explain", "", "SELECT explain"),
+            ("EXPLAINED", "", "EXPLAINED"),
+        ];
+        for (stmt, prefix, rest) in cases {
+            assert_eq!(super::split_explain(stmt), (prefix, rest), "{stmt}");
+        }
+        let got =
+            super::rewrite_extensions("EXPLAIN SELECT * FROM t LATEST ON time PARTITION BY h")
+                .unwrap()
+                .unwrap();
+        assert!(got.starts_with("EXPLAIN SELECT DISTINCT ON"), "{got}");
     }
 }

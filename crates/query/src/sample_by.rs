@@ -17,7 +17,10 @@
 //!
 //! `FILL(NONE | NULL | PREV | LINEAR | <number>)` fills empty buckets (see [`crate::fill`]).
 //!
-//! Not yet: `TIME ZONE`, `ALIGN TO FIRST OBSERVATION`; each is refused with an error naming
+//! `ALIGN TO CALENDAR TIME ZONE 'Europe/Oslo'` buckets by that zone's local calendar (see
+//! [`zoned_bucket`]); the result's `time` is still the bucket start in UTC.
+//!
+//! Not yet: `ALIGN TO FIRST OBSERVATION`, `FILL` with `TIME ZONE`; each is refused naming
 //! it rather than ignored.
 
 use datafusion::sql::sqlparser::ast::{Expr, Ident, SelectItem, SetExpr, Statement};
@@ -37,6 +40,10 @@ pub struct SampleBy {
     /// Bucket origin, RFC 3339.
     pub origin: String,
     pub fill: Fill,
+    /// `ALIGN TO CALENDAR TIME ZONE 'zone'`: buckets follow that zone's local calendar.
+    pub time_zone: Option<String>,
+    /// The `WITH OFFSET` in nanoseconds (also part of `origin`).
+    pub offset_ns: i64,
 }
 
 /// Rewrites a statement with `SAMPLE BY`; `None` when it has none.
@@ -69,6 +76,8 @@ pub fn parse_clause(clause: &str) -> Result<SampleBy> {
     };
     let mut origin = "1970-01-01T00:00:00Z".to_string();
     let mut fill = Fill::None;
+    let mut time_zone = None;
+    let mut offset_ns = 0;
     while let Some(w) = words.next() {
         match w.to_ascii_uppercase().as_str() {
             "FILL(NONE)" => fill = Fill::None,
@@ -99,17 +108,94 @@ pub fn parse_clause(clause: &str) -> Result<SampleBy> {
                 if !kw.eq_ignore_ascii_case("OFFSET") {
                     return Err(bad(format!("expected WITH OFFSET, got WITH {kw}")));
                 }
-                origin = offset_origin(off.trim_matches('\''))?;
+                let (h, m) = parse_offset(off.trim_matches('\''))?;
+                origin = format!("1970-01-01T{h:02}:{m:02}:00Z");
+                offset_ns = (i64::from(h) * 3600 + i64::from(m) * 60) * 1_000_000_000;
             }
-            "TIME" => return Err(bad("TIME ZONE is not supported yet; buckets are in UTC")),
+            "TIME" => {
+                let kw = words.next().unwrap_or_default();
+                let zone = words.next().unwrap_or_default();
+                if !kw.eq_ignore_ascii_case("ZONE") || !zone.starts_with('\'') {
+                    return Err(bad("expected TIME ZONE 'Area/City'"));
+                }
+                time_zone = Some(zone_name(zone.trim_matches('\''))?);
+            }
             _ => return Err(bad(format!("unexpected {w:?}"))),
         }
+    }
+    if time_zone.is_some() && fill != Fill::None {
+        return Err(bad("FILL with TIME ZONE is not supported yet"));
     }
     Ok(SampleBy {
         width,
         origin,
         fill,
+        time_zone,
+        offset_ns,
     })
+}
+
+/// A time-zone name as arrow takes it (`Europe/Oslo`, `UTC`, `+05:30`); refuses anything
+/// that could break out of the SQL string it is placed in.
+fn zone_name(z: &str) -> Result<String> {
+    let ok = !z.is_empty()
+        && z.len() <= 64
+        && z.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/_+-:".contains(c));
+    if !ok {
+        return Err(bad(format!("{z:?} is not a time zone name")));
+    }
+    z.parse::<arrow::array::timezone::Tz>()
+        .map_err(|e| bad(format!("unknown time zone {z:?}: {e}")))?;
+    Ok(z.to_string())
+}
+
+/// The bucket start of `time` in zone `tz`'s local calendar, as a UTC timestamp. A width of
+/// one day, week, month or year starts at local midnight (a DST day has 23 or 25 hours);
+/// a width that divides a day counts from local midnight plus the offset.
+fn zoned_bucket(width: &str, tz: &str, offset_ns: i64) -> Result<String> {
+    let local = format!("arrow_cast(time, 'Timestamp(Nanosecond, Some(\"{tz}\"))')");
+    let utc = |e: String| format!("arrow_cast({e}, 'Timestamp(Nanosecond, Some(\"UTC\"))')");
+    let (n, unit) = width
+        .split_once(' ')
+        .and_then(|(n, u)| Some((n.parse::<i64>().ok()?, u)))
+        .ok_or_else(|| {
+            bad(format!(
+                "width {width:?}: use a short width such as 1h with TIME ZONE"
+            ))
+        })?;
+    let calendar = match unit {
+        "days" => Some("day"),
+        "weeks" => Some("week"),
+        "months" => Some("month"),
+        "years" => Some("year"),
+        _ => None,
+    };
+    if let Some(field) = calendar {
+        if n != 1 || offset_ns != 0 {
+            return Err(bad(format!(
+                "with TIME ZONE, a {unit} width must be 1 and without an offset"
+            )));
+        }
+        return Ok(utc(format!("date_trunc('{field}', {local})")));
+    }
+    let secs = match unit {
+        "seconds" => n,
+        "minutes" => n * 60,
+        "hours" => n * 3600,
+        _ => return Err(bad(format!("unknown unit in width {width:?}"))),
+    };
+    if secs <= 0 || 86_400 % secs != 0 {
+        return Err(bad(format!(
+            "with TIME ZONE, the width must divide a day (got {width})"
+        )));
+    }
+    let w = secs * 1_000_000_000;
+    let day = format!("arrow_cast(date_trunc('day', {local}), 'Int64')");
+    let rel = format!("(arrow_cast(time, 'Int64') - {day} - {offset_ns})");
+    Ok(utc(format!(
+        "{day} + {offset_ns} + {rel} - ((({rel} % {w}) + {w}) % {w})"
+    )))
 }
 
 /// `10m` → `10 minutes`.
@@ -137,14 +223,12 @@ pub fn width_interval(w: &str) -> Result<String> {
     Ok(format!("{n} {unit}"))
 }
 
-/// `'00:15'` → origin 1970-01-01T00:15:00Z.
-fn offset_origin(off: &str) -> Result<String> {
-    let (h, m) = off
-        .split_once(':')
+/// `'00:15'` → (0, 15): hours below 24, minutes below 60.
+fn parse_offset(off: &str) -> Result<(u32, u32)> {
+    off.split_once(':')
         .and_then(|(h, m)| Some((h.parse::<u32>().ok()?, m.parse::<u32>().ok()?)))
         .filter(|(h, m)| *h < 24 && *m < 60)
-        .ok_or_else(|| bad(format!("offset {off:?} must be 'hh:mm'")))?;
-    Ok(format!("1970-01-01T{h:02}:{m:02}:00Z"))
+        .ok_or_else(|| bad(format!("offset {off:?} must be 'hh:mm'")))
 }
 
 /// Words of the clause; a quoted string and a `FILL(…)` stay whole.
@@ -213,11 +297,14 @@ fn rewrite_query(sql: &str, spec: &SampleBy) -> Result<String> {
     let SetExpr::Select(select) = query.body.as_mut() else {
         return Err(bad("it applies to a plain SELECT (not UNION or VALUES)"));
     };
-    let bucket = format!(
-        "date_bin(INTERVAL '{}', time, TIMESTAMP '{}')",
-        spec.width.replace('\'', "''"),
-        spec.origin
-    );
+    let bucket = match &spec.time_zone {
+        Some(tz) => zoned_bucket(&spec.width, tz, spec.offset_ns)?,
+        None => format!(
+            "date_bin(INTERVAL '{}', time, TIMESTAMP '{}')",
+            spec.width.replace('\'', "''"),
+            spec.origin
+        ),
+    };
     let mut tags = Vec::new();
     let mut cols = Columns {
         tags: Vec::new(),
@@ -450,8 +537,24 @@ mod tests {
                 "ALIGN TO FIRST",
             ),
             (
-                "SELECT avg(v) FROM t SAMPLE BY 1m ALIGN TO CALENDAR TIME ZONE 'Europe/Oslo'",
-                "TIME ZONE",
+                "SELECT avg(v) FROM t SAMPLE BY 1m ALIGN TO CALENDAR TIME ZONE 'Mars/Olympus'",
+                "unknown time zone",
+            ),
+            (
+                "SELECT avg(v) FROM t SAMPLE BY 1m ALIGN TO CALENDAR TIME ZONE 'x'') --'",
+                "not a time zone name",
+            ),
+            (
+                "SELECT avg(v) FROM t SAMPLE BY 7h ALIGN TO CALENDAR TIME ZONE 'UTC'",
+                "must divide a day",
+            ),
+            (
+                "SELECT avg(v) FROM t SAMPLE BY 2d ALIGN TO CALENDAR TIME ZONE 'UTC'",
+                "must be 1",
+            ),
+            (
+                "SELECT avg(v) FROM t SAMPLE BY 1h FILL(PREV) ALIGN TO CALENDAR TIME ZONE 'UTC'",
+                "FILL with TIME ZONE",
             ),
             (
                 "SELECT avg(v) FROM t SAMPLE BY 1m WITH OFFSET '25:00'",

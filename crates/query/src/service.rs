@@ -7,15 +7,17 @@ use std::time::Duration;
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
-use datafusion::execution::memory_pool::FairSpillPool;
+use datafusion::execution::memory_pool::{FairSpillPool, MemoryPool};
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
+use futures::StreamExt;
 use parking_lot::RwLock;
 
 use crate::catalog::{Databases, TemporaCatalogList};
 use crate::error::{QueryError, Result};
 use crate::insert::{parse_simple_insert, write_all_or_fail};
+use crate::limits::{QueryOptions, QueryPool};
 use crate::{SCHEMA, engine_table};
 
 /// Server-wide query limits.
@@ -23,18 +25,24 @@ use crate::{SCHEMA, engine_table};
 pub struct QueryLimits {
     /// Memory all running queries may hold together (bytes).
     pub memory_pool_bytes: usize,
-    /// Longest a query may run.
+    /// Memory one query may hold (bytes); a client may ask for less.
+    pub query_memory_bytes: usize,
+    /// Longest a query may run; a client may ask for less.
     pub timeout: Duration,
     /// Threads a query's plan is split over.
     pub target_partitions: usize,
+    /// Answer latest-value queries from the last-value cache (see [`crate::latest_rule`]).
+    pub last_value_cache: bool,
 }
 
 impl Default for QueryLimits {
     fn default() -> Self {
         Self {
             memory_pool_bytes: 2 << 30,
+            query_memory_bytes: 1 << 30,
             timeout: Duration::from_secs(300),
             target_partitions: 2,
+            last_value_cache: true,
         }
     }
 }
@@ -46,6 +54,8 @@ pub struct QueryService {
     pub dbs: Arc<Databases>,
     limits: QueryLimits,
     runtime: Arc<RuntimeEnv>,
+    /// The server-wide pool every query's [`QueryPool`] draws from.
+    pool: Arc<dyn MemoryPool>,
     contexts: RwLock<HashMap<String, Arc<SessionContext>>>,
     /// Called on each new session (the server installs `pg_catalog` here).
     hook: Option<ContextHook>,
@@ -60,13 +70,15 @@ pub struct QueryOutput {
 
 impl QueryService {
     pub fn new(dbs: Arc<Databases>, limits: QueryLimits) -> Result<Self> {
+        let pool: Arc<dyn MemoryPool> = Arc::new(FairSpillPool::new(limits.memory_pool_bytes));
         let runtime = RuntimeEnvBuilder::new()
-            .with_memory_pool(Arc::new(FairSpillPool::new(limits.memory_pool_bytes)))
+            .with_memory_pool(pool.clone())
             .build_arc()?;
         Ok(Self {
             dbs,
             limits,
             runtime,
+            pool,
             contexts: RwLock::new(HashMap::new()),
             hook: None,
         })
@@ -110,6 +122,9 @@ impl QueryService {
             .build();
         let ctx = SessionContext::new_with_state(state);
         crate::functions::register_all(&ctx);
+        if self.limits.last_value_cache {
+            ctx.add_analyzer_rule(Arc::new(crate::latest_rule::LatestValueRule));
+        }
         ctx.register_udtf(
             "tempora_columns",
             Arc::new(crate::functions::columns::ColumnsFn {
@@ -123,6 +138,35 @@ impl QueryService {
         let ctx = Arc::new(ctx);
         contexts.insert(db.to_string(), ctx.clone());
         Ok(ctx)
+    }
+
+    /// A session for one query in `db`: the database's session with a memory pool of its
+    /// own, capped at the query's limit and drawing from the server's pool.
+    pub fn query_context(&self, db: &str, opts: &QueryOptions) -> Result<Arc<SessionContext>> {
+        let base = self.context(db)?;
+        let limit = opts
+            .memory_bytes
+            .map_or(self.limits.query_memory_bytes, |m| {
+                m.min(self.limits.query_memory_bytes)
+            });
+        let runtime = RuntimeEnvBuilder::from_runtime_env(&self.runtime)
+            .with_memory_pool(Arc::new(QueryPool::new(self.pool.clone(), limit)))
+            .build_arc()?;
+        let state = SessionStateBuilder::new_from_existing(base.state())
+            .with_runtime_env(runtime)
+            .build();
+        Ok(Arc::new(SessionContext::new_with_state(state)))
+    }
+
+    /// The timeout of a query: the client's, at most the server's.
+    pub fn timeout_for(&self, opts: &QueryOptions) -> Duration {
+        opts.timeout
+            .map_or(self.limits.timeout, |t| t.min(self.limits.timeout))
+    }
+
+    /// Memory held by running queries now (bytes).
+    pub fn memory_in_use(&self) -> usize {
+        self.pool.reserved()
     }
 
     /// Forgets the session of a dropped database.
@@ -163,23 +207,46 @@ impl QueryService {
             .map_err(|e| QueryError::Sql(format!("insert task failed: {e}")))?
     }
 
-    /// Runs one SQL text in `db` and collects its result, under the query timeout.
+    /// Runs one SQL text in `db` under the server's limits and collects its result.
     pub async fn sql(&self, db: &str, sql: &str, now_ns: i64) -> Result<QueryOutput> {
+        self.sql_with(db, sql, now_ns, &QueryOptions::default())
+            .await
+    }
+
+    /// Runs one SQL text in `db` under the client's limits (at most the server's) and
+    /// collects its result. Dropping the future stops the query.
+    pub async fn sql_with(
+        &self,
+        db: &str,
+        sql: &str,
+        now_ns: i64,
+        opts: &QueryOptions,
+    ) -> Result<QueryOutput> {
         if let Some(n) = self.try_fast_insert(db, sql, now_ns).await {
             return Ok(count_output(n?));
         }
-        let ctx = self.context(db)?;
+        let ctx = self.query_context(db, opts)?;
         let rewritten = crate::rewrite_extensions(sql)?;
         let sql = rewritten.as_deref().unwrap_or(sql);
         let run = async {
             let df = ctx.sql(sql).await?;
             let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
-            let batches = df.collect().await?;
+            let mut stream = df.execute_stream().await?;
+            let (mut batches, mut rows) = (Vec::new(), 0usize);
+            while let Some(b) = stream.next().await {
+                let b = b?;
+                rows += b.num_rows();
+                if let Some(max) = opts.max_rows.filter(|&m| rows > m) {
+                    return Err(QueryError::TooManyRows(max));
+                }
+                batches.push(b);
+            }
             Ok::<_, QueryError>(QueryOutput { schema, batches })
         };
-        tokio::time::timeout(self.limits.timeout, run)
+        let timeout = self.timeout_for(opts);
+        tokio::time::timeout(timeout, run)
             .await
-            .map_err(|_| QueryError::Timeout(self.limits.timeout))?
+            .map_err(|_| QueryError::Timeout(timeout))?
     }
 }
 

@@ -1,47 +1,10 @@
 //! Time-series functions through SQL over a real engine, with rows in files and in the
 //! memtable at once: `first`/`last` in both spellings, grouped and not; `time_bucket`.
 
-use std::sync::Arc;
+mod common;
 
-use arrow::util::pretty::pretty_format_batches;
-use tempora_query::catalog::Databases;
-use tempora_query::{QueryLimits, QueryService};
-use tempora_storage::{Engine, EngineIo, EngineOptions};
-
-async fn service() -> (Arc<Engine>, QueryService) {
-    let (io, _) = EngineIo::memory();
-    let engine = Arc::new(Engine::open(EngineOptions::default(), io).unwrap());
-    let dbs = Arc::new(Databases::open(engine.clone(), None).unwrap());
-    dbs.create("db").unwrap();
-    (
-        engine,
-        QueryService::new(dbs, QueryLimits::default()).unwrap(),
-    )
-}
-
-/// Runs a statement that must succeed (inserts).
-async fn exec(q: &QueryService, sql: &str) {
-    q.sql("db", sql, 0)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
-}
-
-/// Flushes the memtables, so that later rows sit in the memtable and earlier ones in files.
-async fn flush(engine: &Arc<Engine>) {
-    let e = engine.clone();
-    tokio::task::spawn_blocking(move || e.flush())
-        .await
-        .unwrap()
-        .unwrap();
-}
-
-async fn table(q: &QueryService, sql: &str) -> String {
-    let out = q
-        .sql("db", sql, 0)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    pretty_format_batches(&out.batches).unwrap().to_string()
-}
+use common::{exec, flush, service, table};
+use tempora_query::QueryService;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn first_and_last_by_time_across_files_and_memtable() {
@@ -439,4 +402,84 @@ async fn insert_errors_name_the_table_as_written() {
         err.contains("table \"cpu\"") && !err.contains("db.cpu"),
         "{err}"
     );
+}
+
+/// Calendar alignment in a time zone: a local day is 23 hours on the spring DST change and
+/// 25 in autumn; sub-day buckets count from local midnight (Kolkata is UTC+05:30).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sample_by_time_zone_follows_the_local_calendar_across_dst() {
+    let (engine, q) = service().await;
+    let hour = 3_600_000_000_000i64;
+    // Hourly points from 2024-03-30T20:00Z to 2024-04-01T00:00Z, and around 2024-10-27.
+    let spring = 1_711_828_800_000_000_000i64;
+    let autumn = 1_729_972_800_000_000_000i64; // 2024-10-26T20:00Z
+    let mut values = Vec::new();
+    for (start, n) in [(spring, 29), (autumn, 30)] {
+        for i in 0..n {
+            let t = arrow::temporal_conversions::timestamp_ns_to_datetime(start + i * hour)
+                .unwrap()
+                .format("%Y-%m-%dT%H:%M:%SZ");
+            values.push(format!("('{t}', 'a', 1.0)"));
+        }
+    }
+    // Half in files, half in the memtable.
+    let (first, second) = values.split_at(values.len() / 2);
+    exec(
+        &q,
+        &format!("INSERT INTO m (time, host, v) VALUES {}", first.join(", ")),
+    )
+    .await;
+    flush(&engine).await;
+    exec(
+        &q,
+        &format!("INSERT INTO m (time, host, v) VALUES {}", second.join(", ")),
+    )
+    .await;
+    let got = table(
+        &q,
+        "SELECT time, count(*) AS n FROM m SAMPLE BY 1d ALIGN TO CALENDAR TIME ZONE 'Europe/Oslo'",
+    )
+    .await;
+    let want = "\
++----------------------+----+
+| time                 | n  |
++----------------------+----+
+| 2024-03-29T23:00:00Z | 3  |
+| 2024-03-30T23:00:00Z | 23 |
+| 2024-03-31T22:00:00Z | 3  |
+| 2024-10-25T22:00:00Z | 2  |
+| 2024-10-26T22:00:00Z | 25 |
+| 2024-10-27T23:00:00Z | 3  |
++----------------------+----+";
+    assert_eq!(got, want);
+    let got = table(
+        &q,
+        "SELECT time, count(*) AS n FROM m WHERE time < '2024-03-30T23:00:00Z' \
+         SAMPLE BY 1h ALIGN TO CALENDAR TIME ZONE 'Asia/Kolkata'",
+    )
+    .await;
+    let want = "\
++----------------------+---+
+| time                 | n |
++----------------------+---+
+| 2024-03-30T19:30:00Z | 1 |
+| 2024-03-30T20:30:00Z | 1 |
+| 2024-03-30T21:30:00Z | 1 |
++----------------------+---+";
+    assert_eq!(got, want);
+    // With an offset: 2-hour buckets from local 00:30.
+    let got = table(
+        &q,
+        "SELECT time, count(*) AS n FROM m WHERE time < '2024-03-31T00:00:00Z' \
+         SAMPLE BY 2h ALIGN TO CALENDAR TIME ZONE 'Europe/Oslo' WITH OFFSET '00:30'",
+    )
+    .await;
+    let want = "\
++----------------------+---+
+| time                 | n |
++----------------------+---+
+| 2024-03-30T19:30:00Z | 2 |
+| 2024-03-30T21:30:00Z | 2 |
++----------------------+---+";
+    assert_eq!(got, want);
 }

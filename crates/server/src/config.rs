@@ -33,6 +33,8 @@ pub struct Config {
     pub workers: usize,
     /// Memory all queries may hold together (bytes).
     pub query_memory_bytes: usize,
+    /// Memory one query may hold (bytes); clients may ask for less.
+    pub query_memory_limit_bytes: usize,
     /// Longest a query may run (seconds).
     pub query_timeout_secs: u64,
     /// Rows in a SQL result sent over HTTP, at most.
@@ -56,6 +58,7 @@ impl Default for Config {
             wal_sync: "sync".into(),
             workers: 0,
             query_memory_bytes: 2 << 30,
+            query_memory_limit_bytes: 1 << 30,
             query_timeout_secs: 300,
             max_result_rows: 1_000_000,
             log_format: "text".into(),
@@ -134,6 +137,7 @@ impl Config {
             "wal_sync" => self.wal_sync = value.into(),
             "workers" => self.workers = num(value)?,
             "query_memory_bytes" => self.query_memory_bytes = num(value)?,
+            "query_memory_limit_bytes" => self.query_memory_limit_bytes = num(value)?,
             "query_timeout_secs" => self.query_timeout_secs = num(value)? as u64,
             "max_result_rows" => self.max_result_rows = num(value)?,
             "log_format" => self.log_format = value.into(),

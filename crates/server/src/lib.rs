@@ -15,6 +15,7 @@ pub mod import;
 pub mod influx;
 pub mod ops;
 pub mod pg;
+pub mod pg_limits;
 pub mod sql_http;
 pub mod state;
 
@@ -75,6 +76,7 @@ fn open(c: &Config) -> Result<Inner, ServerError> {
     dbs.create(&c.default_database)?;
     let limits = QueryLimits {
         memory_pool_bytes: c.query_memory_bytes,
+        query_memory_bytes: c.query_memory_limit_bytes,
         timeout: std::time::Duration::from_secs(c.query_timeout_secs),
         ..QueryLimits::default()
     };
@@ -140,6 +142,7 @@ pub async fn run(
             inner.query.clone(),
             config.default_database.clone(),
             state.metrics.pg_query_latency.clone(),
+            state.metrics.queries.clone(),
         ),
         credentials,
     });

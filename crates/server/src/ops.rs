@@ -46,8 +46,27 @@ pub async fn metrics(State(s): State<Arc<AppState>>) -> Response {
         "SQL statements that failed.",
         m.query_errors.get(),
     );
-    let mut gauges = Vec::new();
+    counter(
+        "tempora_queries_timed_out_total",
+        "Queries stopped at their timeout.",
+        m.queries.timed_out.get(),
+    );
+    counter(
+        "tempora_queries_cancelled_total",
+        "Queries stopped by a PostgreSQL cancel request or an HTTP client that went away.",
+        m.queries.cancelled.get(),
+    );
+    let mut gauges = vec![(
+        "tempora_queries_running",
+        "Queries running now (HTTP and PostgreSQL).",
+        m.queries.running(),
+    )];
     if let Some(inner) = s.inner.get() {
+        gauges.push((
+            "tempora_query_memory_bytes",
+            "Memory held by running queries (bytes).",
+            inner.query.memory_in_use() as u64,
+        ));
         for (name, help, v) in inner.engine.metrics().counters() {
             counter(name, help, v);
         }

@@ -27,7 +27,8 @@ use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
 use tempora_query::QueryService;
 
-use crate::state::Histogram;
+use crate::pg_limits::{self, CancelRegistry, Canceller, Guard};
+use crate::state::{Histogram, QueryGauges};
 
 type Statement = <Parser as QueryParser>::Statement;
 
@@ -38,14 +39,23 @@ pub struct PgDispatch {
     services: RwLock<std::collections::HashMap<String, Arc<DfSessionService>>>,
     parser: Arc<DispatchParser>,
     latency: Arc<Histogram>,
+    gauges: Arc<QueryGauges>,
+    pub cancels: Arc<CancelRegistry>,
 }
 
 impl PgDispatch {
-    pub fn new(query: Arc<QueryService>, default_db: String, latency: Arc<Histogram>) -> Arc<Self> {
+    pub fn new(
+        query: Arc<QueryService>,
+        default_db: String,
+        latency: Arc<Histogram>,
+        gauges: Arc<QueryGauges>,
+    ) -> Arc<Self> {
         Arc::new_cyclic(|me: &std::sync::Weak<PgDispatch>| Self {
             query,
             default_db,
             latency,
+            gauges,
+            cancels: Arc::default(),
             services: Default::default(),
             parser: Arc::new(DispatchParser {
                 dispatch: me.clone(),
@@ -75,6 +85,30 @@ impl PgDispatch {
         let svc = Arc::new(DfSessionService::new(ctx));
         self.services.write().insert(db.to_string(), svc.clone());
         Ok(svc)
+    }
+}
+
+impl PgDispatch {
+    /// A session for one query with the connection's limits, and the guard that stops it.
+    fn start_query<C: ClientInfo + ?Sized>(
+        &self,
+        client: &C,
+        db: &str,
+    ) -> PgWireResult<(DfSessionService, Guard)> {
+        let opts = pg_limits::options(client);
+        let ctx = self.query.query_context(db, &opts).map_err(user_error)?;
+        let timeout = self.query.timeout_for(&opts);
+        let running = Arc::new(self.gauges.start());
+        // Stops are counted by the guard, not by the running-query drop.
+        running.finish();
+        let guard = Guard {
+            deadline: tokio::time::Instant::now() + timeout,
+            timeout,
+            cancel: self.cancels.start_query(client),
+            gauges: self.gauges.clone(),
+            running,
+        };
+        Ok((DfSessionService::new(ctx), guard))
     }
 }
 
@@ -173,9 +207,22 @@ impl PgDispatch {
                     .with_rows(n as usize),
             )]);
         }
+        if let Some(r) = pg_limits::set_memory_limit(client, query) {
+            r?;
+            return Ok(vec![Response::Execution(pgwire::api::results::Tag::new(
+                "SET",
+            ))]);
+        }
         let rewritten = tempora_query::rewrite_extensions(query).map_err(user_error)?;
         let query = rewritten.as_deref().unwrap_or(query);
-        SimpleQueryHandler::do_query(&*self.service(&db)?, client, query).await
+        let (svc, guard) = self.start_query(client, &db)?;
+        let responses = tokio::select! {
+            r = SimpleQueryHandler::do_query(&svc, client, query) => {
+                r.map_err(pg_limits::sqlstate)?
+            }
+            e = guard.stop() => return Err(e),
+        };
+        Ok(responses.into_iter().map(|r| guard.response(r)).collect())
     }
 }
 
@@ -202,8 +249,13 @@ impl ExtendedQueryHandler for PgDispatch {
     {
         let started = std::time::Instant::now();
         let db = self.database(client);
-        let r =
-            ExtendedQueryHandler::do_query(&*self.service(&db)?, client, portal, max_rows).await;
+        let (svc, guard) = self.start_query(client, &db)?;
+        let r = tokio::select! {
+            r = ExtendedQueryHandler::do_query(&svc, client, portal, max_rows) => {
+                r.map(|r| guard.response(r)).map_err(pg_limits::sqlstate)
+            }
+            e = guard.stop() => Err(e),
+        };
         self.latency.observe(started.elapsed());
         r
     }
@@ -274,6 +326,9 @@ impl PgWireServerHandlers for Handlers {
     }
     fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
         self.dispatch.clone()
+    }
+    fn cancel_handler(&self) -> Arc<impl pgwire::api::cancel::CancelHandler> {
+        Arc::new(Canceller(self.dispatch.cancels.clone()))
     }
     fn startup_handler(&self) -> Arc<impl StartupHandler> {
         // Called once per connection: the SASL handler keeps that connection's state.

@@ -11,9 +11,29 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
+use tempora_query::QueryOptions;
+use tempora_query::limits::{parse_bytes, parse_duration};
+
 use crate::body::read_body;
 use crate::error::ServerError;
 use crate::state::AppState;
+
+/// The client's limits: `timeout=` (e.g. `5s`, `500ms`) and `memory_limit=` (e.g. `64MB`),
+/// both at most the server's.
+fn options(p: &HashMap<String, String>, max_rows: usize) -> Result<QueryOptions, ServerError> {
+    let bad = |k: &str, e: String| ServerError::BadRequest(format!("parameter {k}: {e}"));
+    Ok(QueryOptions {
+        timeout: match p.get("timeout") {
+            Some(v) => parse_duration(v).map_err(|e| bad("timeout", e))?,
+            None => None,
+        },
+        memory_bytes: match p.get("memory_limit") {
+            Some(v) => parse_bytes(v).map_err(|e| bad("memory_limit", e))?,
+            None => None,
+        },
+        max_rows: Some(max_rows),
+    })
+}
 
 pub async fn sql(
     State(s): State<Arc<AppState>>,
@@ -60,14 +80,18 @@ async fn run(
     if db == s.config.default_database {
         inner.query.dbs.create(&db)?;
     }
-    let out = inner.query.sql(&db, &q, crate::state::now_ns()).await?;
-    let rows: usize = out.batches.iter().map(|b| b.num_rows()).sum();
-    if rows > s.config.max_result_rows {
-        return Err(ServerError::BadRequest(format!(
-            "the result has {rows} rows, more than max_result_rows = {}; add a LIMIT or aggregate",
-            s.config.max_result_rows
-        )));
+    let opts = options(p, s.config.max_result_rows)?;
+    // Dropped with this future when the client goes away, which stops the query.
+    let running = s.metrics.queries.start();
+    let out = inner
+        .query
+        .sql_with(&db, &q, crate::state::now_ns(), &opts)
+        .await;
+    running.finish();
+    if let Err(tempora_query::QueryError::Timeout(_)) = &out {
+        s.metrics.queries.timed_out.inc_by(1);
     }
+    let out = out?;
     let format = p.get("format").map(String::as_str).unwrap_or("json");
     let (ctype, bytes) = tokio::task::spawn_blocking({
         let (schema, batches, format) = (out.schema, out.batches, format.to_string());

@@ -1,7 +1,7 @@
 //! What request handlers share. The HTTP port answers before the engine has replayed its
 //! log: until then `ready()` is `ServerError::Starting` (503) and `/health` says so.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use tempora_gate::Gate;
@@ -83,6 +83,55 @@ impl Histogram {
     }
 }
 
+/// Queries running now, and those stopped early, by reason.
+#[derive(Default)]
+pub struct QueryGauges {
+    running: AtomicU64,
+    /// Stopped at their timeout.
+    pub timed_out: Counter,
+    /// Stopped by a PostgreSQL cancel request, or because an HTTP client went away.
+    pub cancelled: Counter,
+}
+
+impl QueryGauges {
+    pub fn running(&self) -> u64 {
+        self.running.load(Ordering::SeqCst)
+    }
+
+    /// Counts a query as running until the guard drops; a guard dropped before
+    /// [`RunningQuery::finish`] counts as cancelled (its future was dropped).
+    pub fn start(self: &Arc<Self>) -> RunningQuery {
+        self.running.fetch_add(1, Ordering::SeqCst);
+        RunningQuery {
+            gauges: self.clone(),
+            finished: AtomicBool::new(false),
+        }
+    }
+}
+
+/// One running query (see [`QueryGauges::start`]).
+pub struct RunningQuery {
+    gauges: Arc<QueryGauges>,
+    finished: AtomicBool,
+}
+
+impl RunningQuery {
+    /// The query ended by itself (with rows or with an error), or its stops are counted
+    /// where they happen.
+    pub fn finish(&self) {
+        self.finished.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Drop for RunningQuery {
+    fn drop(&mut self) {
+        self.gauges.running.fetch_sub(1, Ordering::SeqCst);
+        if !self.finished.load(Ordering::SeqCst) {
+            self.gauges.cancelled.inc_by(1);
+        }
+    }
+}
+
 /// Server-level counters exported at `/metrics`.
 #[derive(Default)]
 pub struct ServerMetrics {
@@ -93,6 +142,7 @@ pub struct ServerMetrics {
     pub http_query_latency: Histogram,
     /// Statement latency over the PostgreSQL protocol.
     pub pg_query_latency: Arc<Histogram>,
+    pub queries: Arc<QueryGauges>,
 }
 
 pub struct AppState {
