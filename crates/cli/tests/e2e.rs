@@ -60,12 +60,7 @@ fn curl_writes_psql_and_psycopg_read_and_sigterm_keeps_everything() {
     let v = s.sql_json("demo", "SELECT count(*) AS n FROM cpu");
     assert!(v.to_string().contains('3'), "{v}");
     let metrics = String::from_utf8(curl(&[&s.url("/metrics")]).stdout).unwrap();
-    let value = |name: &str| -> f64 {
-        metrics
-            .lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-            .unwrap_or_else(|| panic!("{name} missing from /metrics:\n{metrics}"))
-    };
+    let value = |name: &str| s.metric(name);
     assert_eq!(value("tempora_ingest_rows_total"), 3.0);
     assert!(value("tempora_ingest_bytes_total") >= lp.len() as f64);
     assert_eq!(

@@ -166,6 +166,14 @@ impl Server {
         serde_json::from_slice(&out.stdout).expect("JSON answer")
     }
 
+    /// One unlabelled (or fully labelled, `name{…}`) series of `/metrics`.
+    pub fn metric(&self, name: &str) -> f64 {
+        let text = String::from_utf8(curl(&[&self.url("/metrics")]).stdout).unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("{name} missing from /metrics:\n{text}"))
+    }
+
     pub fn healthy(&self) -> bool {
         curl(&["-f", &self.url("/health")]).status.success()
     }
@@ -196,9 +204,16 @@ pub fn post(url: &str, body: &str) -> (String, String) {
 
 /// POSTs with extra curl arguments; returns (status code, answer body).
 pub fn post_args(url: &str, extra: &[&str]) -> (String, String) {
-    let mut args = vec!["-w", "\n%{http_code}", "-XPOST", url];
+    let mut args = vec!["-XPOST", url];
     args.extend_from_slice(extra);
-    let out = curl(&args);
+    curl_status(&args)
+}
+
+/// Runs curl; returns (status code, answer body).
+pub fn curl_status(args: &[&str]) -> (String, String) {
+    let mut all = vec!["-w", "\n%{http_code}"];
+    all.extend_from_slice(args);
+    let out = curl(&all);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
     (code.to_string(), body.to_string())

@@ -1,0 +1,949 @@
+#!/usr/bin/env python3
+"""TSBS cpu-only queries, side by side: Tempora and its peers on one machine.
+
+Runs the six TSBS "cpu-only" query types against one system at a time:
+
+  lastpoint               the latest row of every host
+  single-groupby-1-1-1    max(usage_user) per minute, 1 random host, random 1 h window
+  double-groupby-1        avg(usage_user) per host per hour, all hosts, random 12 h window
+  high-cpu-1              every row with usage_user > 90, 1 random host, random 12 h window
+  cpu-max-all-1           max of all 10 fields per hour, 1 random host, random 8 h window
+  groupby-orderby-limit   max(usage_user) per minute, the 5 latest minutes before a random time
+
+Parameters are drawn as `tsbs_generate_queries --use-case cpu-only --seed S` draws them, for each
+query type separately (it seeds once per query type): Go's math/rand seeded with S, the random
+window `start = lower + Int63n(upper - lower)` inside [data start, data end - window)
+(utils.TimeInterval.RandWindow), hosts by `Intn(scale)` without repeats (getRandomSubsetPerm),
+and in the TimescaleDB generator's order (hosts first for high-cpu, window first elsewhere).
+Go's generator is reproduced bit for bit when Go is installed (its rngCooked table is read from
+$GOROOT/src/math/rand/rng.go); otherwise Python's `random` stands in, and the JSON says so
+(`"rng": "python-random"`). Bounds are cut to microseconds, as TSBS's TimescaleDB format does.
+
+Each query type: --warmup runs (default 5, over the first parameter sets), then --runs timed runs
+(default 50), run i with parameter set i. Time is wall time on the client, from sending the query
+to holding every row in Python. Prints one JSON line per (system, query type) and a table.
+
+Systems (`--system`):
+  tempora          PostgreSQL wire protocol (psycopg), 127.0.0.1:15433, db benchmark
+  tempora-http     the same SQL over HTTP GET /api/v1/sql?db=benchmark&format=json
+  postgresql       plain PostgreSQL 15 table (no TimescaleDB), indexes (hostname, time DESC) and
+                   (time DESC), as TSBS's loader makes them without hypertables
+  duckdb           in-process, the persistent file built by bench/peers/setup.sh
+  chdb             in-process ClickHouse (PyPI chdb), MergeTree ORDER BY (hostname, time)
+  questdb          PostgreSQL wire protocol, 127.0.0.1:8812, admin/quest, db qdb; SAMPLE BY / LATEST ON
+  victoriametrics  MetricsQL over HTTP (/api/v1/query_range, /api/v1/query); approximate, see below
+
+The SQL of tempora, tempora-http, postgresql and duckdb is one standard text (`standard_sql`), so
+results can be compared row for row; `--print-sql` prints it. Differences from TSBS's text:
+explicit column lists instead of `*` (same columns in the same order everywhere) and an
+`ORDER BY hostname, time` on high-cpu, so every system returns rows in one order.
+
+    bench/peers/setup.sh load tempora
+    python3 bench/tsbs_queries.py --system tempora --json-out /var/tmp/tsbs-results.jsonl
+    python3 bench/tsbs_queries.py --table-from /var/tmp/tsbs-results.jsonl   # every system, side by side
+    python3 bench/tsbs_queries.py --print-sql --system duckdb --query-type high-cpu-1
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import http.client
+import json
+import math
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
+from decimal import Decimal
+
+QUERY_TYPES = [
+    "lastpoint",
+    "single-groupby-1-1-1",
+    "double-groupby-1",
+    "high-cpu-1",
+    "cpu-max-all-1",
+    "groupby-orderby-limit",
+]
+SYSTEMS = ["tempora", "tempora-http", "postgresql", "duckdb", "chdb", "questdb", "victoriametrics"]
+
+TAGS = ["hostname", "region", "datacenter", "rack", "os", "arch", "team", "service",
+        "service_version", "service_environment"]
+FIELDS = ["usage_user", "usage_system", "usage_idle", "usage_nice", "usage_iowait", "usage_irq",
+          "usage_softirq", "usage_steal", "usage_guest", "usage_guest_nice"]
+ROW_COLUMNS = ["time"] + TAGS + FIELDS  # the columns of lastpoint and high-cpu, in this order
+
+HOUR_NS = 3600 * 10**9
+TSBS_WINDOW_NS = {  # cmd/tsbs_generate_queries/uses/devops/common.go
+    "single-groupby-1-1-1": 1 * HOUR_NS,
+    "double-groupby-1": 12 * HOUR_NS,   # DoubleGroupByDuration
+    "high-cpu-1": 12 * HOUR_NS,         # HighCPUDuration
+    "cpu-max-all-1": 8 * HOUR_NS,       # MaxAllDuration
+    "groupby-orderby-limit": 1 * HOUR_NS,
+}
+TSBS_HOSTS = {"single-groupby-1-1-1": 1, "high-cpu-1": 1, "cpu-max-all-1": 1}
+
+
+# ------------------------------------------------------------------ Go's math/rand, bit for bit
+
+class GoRand:
+    """Go's math/rand (rngSource, the Additive Lagged Fibonacci generator) after rand.Seed(seed)."""
+
+    LEN, TAP = 607, 273
+    MASK64 = (1 << 64) - 1
+
+    def __init__(self, seed: int, cooked: list[int]):
+        self.tap, self.feed = 0, self.LEN - self.TAP
+        int32max = (1 << 31) - 1
+        seed %= int32max  # Go's % truncates toward zero; seeds here are >= 0
+        if seed == 0:
+            seed = 89482311
+        x = seed
+        self.vec = [0] * self.LEN
+        for i in range(-20, self.LEN):
+            x = self._seedrand(x)
+            if i >= 0:
+                u = (x << 40) & self.MASK64
+                x = self._seedrand(x)
+                u ^= (x << 20) & self.MASK64
+                x = self._seedrand(x)
+                u ^= x
+                u ^= cooked[i] & self.MASK64
+                self.vec[i] = u
+
+    @staticmethod
+    def _seedrand(x: int) -> int:
+        A, Q, R = 48271, 44488, 3399
+        hi, lo = int(x / Q), x % Q  # x > 0 here, so floor division equals Go's
+        x = A * lo - R * hi
+        if x < 0:
+            x += (1 << 31) - 1
+        return x
+
+    def uint64(self) -> int:
+        self.tap -= 1
+        if self.tap < 0:
+            self.tap += self.LEN
+        self.feed -= 1
+        if self.feed < 0:
+            self.feed += self.LEN
+        x = (self.vec[self.feed] + self.vec[self.tap]) & self.MASK64
+        self.vec[self.feed] = x
+        return x
+
+    def int63(self) -> int:
+        return self.uint64() & ((1 << 63) - 1)
+
+    def int31(self) -> int:
+        return self.int63() >> 32
+
+    def int63n(self, n: int) -> int:
+        if n & (n - 1) == 0:
+            return self.int63() & (n - 1)
+        mx = (1 << 63) - 1 - (1 << 63) % n
+        v = self.int63()
+        while v > mx:
+            v = self.int63()
+        return v % n
+
+    def int31n(self, n: int) -> int:
+        if n & (n - 1) == 0:
+            return self.int31() & (n - 1)
+        mx = (1 << 31) - 1 - (1 << 31) % n
+        v = self.int31()
+        while v > mx:
+            v = self.int31()
+        return v % n
+
+    def intn(self, n: int) -> int:
+        return self.int31n(n) if n <= (1 << 31) - 1 else self.int63n(n)
+
+
+def go_rng_cooked() -> list[int] | None:
+    """The rngCooked table of Go's math/rand, read from the installed Go's source."""
+    candidates = []
+    if os.environ.get("GOROOT"):
+        candidates.append(os.environ["GOROOT"])
+    go = shutil.which("go") or ("/usr/local/go/bin/go" if os.path.exists("/usr/local/go/bin/go") else None)
+    if go:
+        try:
+            candidates.append(subprocess.run([go, "env", "GOROOT"], capture_output=True, text=True,
+                                             timeout=30).stdout.strip())
+        except (OSError, subprocess.SubprocessError):
+            pass
+    candidates.append("/usr/local/go")
+    for root in candidates:
+        path = os.path.join(root, "src", "math", "rand", "rng.go")
+        try:
+            text = open(path).read()
+        except OSError:
+            continue
+        m = re.search(r"rngCooked \[rngLen\]int64 = \[\.\.\.\]int64\{(.*?)\}", text, re.S)
+        if m:
+            nums = [int(v) for v in re.findall(r"-?\d+", m.group(1))]
+            if len(nums) == GoRand.LEN:
+                return nums
+    return None
+
+
+class PyRand:
+    """Stand-in when Go's table is not available: same draws, Python's generator."""
+
+    def __init__(self, seed: int):
+        import random
+        self.r = random.Random(seed)
+
+    def int63n(self, n: int) -> int:
+        return self.r.randrange(n)
+
+    def intn(self, n: int) -> int:
+        return self.r.randrange(n)
+
+
+# ------------------------------------------------------------------ parameters
+
+@dataclass
+class Params:
+    query_type: str
+    start_ns: int = 0        # window start (inclusive)
+    end_ns: int = 0          # window end (exclusive); groupby-orderby-limit: the "before" time
+    hosts: list[str] = field(default_factory=list)
+    data_start_ns: int = 0   # the data set's range (lastpoint on VictoriaMetrics needs it)
+    data_end_ns: int = 0
+
+    def to_json(self) -> dict:
+        return {"start": ts_literal(self.start_ns) if self.start_ns else None,
+                "end": ts_literal(self.end_ns) if self.end_ns else None, "hosts": self.hosts}
+
+
+def make_rng(seed: int):
+    cooked = go_rng_cooked()
+    return (GoRand(seed, cooked), "go-math-rand") if cooked else (PyRand(seed), "python-random")
+
+
+def generate_params(query_type: str, n: int, seed: int, scale: int, data_start_ns: int,
+                    data_end_ns: int) -> tuple[list[Params], str]:
+    """The first n parameter sets of `tsbs_generate_queries --seed seed --query-type query_type`."""
+    rng, kind = make_rng(seed)
+
+    def rand_window(window_ns: int) -> tuple[int, int]:
+        lower, upper = data_start_ns, data_end_ns - window_ns
+        if upper <= lower:
+            raise ValueError(f"window {window_ns} ns does not fit in the data's range")
+        start = lower + rng.int63n(upper - lower)
+        end = start + window_ns
+        return start // 1000 * 1000, end // 1000 * 1000  # goTimeFmt keeps microseconds
+
+    def rand_hosts(k: int) -> list[str]:
+        seen, out = set(), []
+        for _ in range(k):
+            while True:
+                v = rng.intn(scale)
+                if v not in seen:
+                    seen.add(v)
+                    out.append(f"host_{v}")
+                    break
+        return out
+
+    out = []
+    for _ in range(n):
+        p = Params(query_type, data_start_ns=data_start_ns, data_end_ns=data_end_ns)
+        if query_type == "lastpoint":
+            pass
+        elif query_type == "high-cpu-1":  # TimescaleDB's HighCPUForHosts: hosts, then window
+            p.hosts = rand_hosts(TSBS_HOSTS[query_type])
+            p.start_ns, p.end_ns = rand_window(TSBS_WINDOW_NS[query_type])
+        elif query_type == "groupby-orderby-limit":
+            _, p.end_ns = rand_window(TSBS_WINDOW_NS[query_type])
+        elif query_type == "double-groupby-1":
+            p.start_ns, p.end_ns = rand_window(TSBS_WINDOW_NS[query_type])
+        elif query_type in ("single-groupby-1-1-1", "cpu-max-all-1"):  # window, then hosts
+            p.start_ns, p.end_ns = rand_window(TSBS_WINDOW_NS[query_type])
+            p.hosts = rand_hosts(TSBS_HOSTS[query_type])
+        else:
+            raise ValueError(f"unknown query type {query_type}")
+        out.append(p)
+    return out, kind
+
+
+def ts_literal(ns: int) -> str:
+    """RFC 3339 in UTC with microseconds: '2016-01-01T05:03:22.123456Z'."""
+    sec, rem = divmod(ns, 10**9)
+    return datetime.fromtimestamp(sec, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + f".{rem // 1000:06d}Z"
+
+
+def host_clause(hosts: list[str], col: str = "hostname") -> str:
+    return "(" + " OR ".join(f"{col} = '{h}'" for h in hosts) + ")"
+
+
+# ------------------------------------------------------------------ standard SQL (Tempora, DuckDB, PostgreSQL)
+
+def _bucket(unit: str, bucket_fn: str) -> str:
+    if bucket_fn == "date_trunc":
+        return f"date_trunc('{unit}', time)"
+    if bucket_fn == "time_bucket":
+        return f"time_bucket(INTERVAL '1 {unit}', time)"
+    raise ValueError(bucket_fn)
+
+
+def lastpoint_sql(p: Params | None = None) -> str:
+    return f"SELECT DISTINCT ON (hostname) {', '.join(ROW_COLUMNS)} FROM cpu ORDER BY hostname, time DESC"
+
+
+def single_groupby_sql(p: Params, bucket_fn: str = "date_trunc") -> str:
+    return (f"SELECT {_bucket('minute', bucket_fn)} AS minute, max(usage_user) AS max_usage_user "
+            f"FROM cpu WHERE {host_clause(p.hosts)} AND time >= '{ts_literal(p.start_ns)}' "
+            f"AND time < '{ts_literal(p.end_ns)}' GROUP BY minute ORDER BY minute ASC")
+
+
+def double_groupby_sql(p: Params, bucket_fn: str = "date_trunc") -> str:
+    return (f"SELECT {_bucket('hour', bucket_fn)} AS hour, hostname, avg(usage_user) AS mean_usage_user "
+            f"FROM cpu WHERE time >= '{ts_literal(p.start_ns)}' AND time < '{ts_literal(p.end_ns)}' "
+            f"GROUP BY hour, hostname ORDER BY hour, hostname")
+
+
+def high_cpu_sql(p: Params, bucket_fn: str = "date_trunc") -> str:
+    return (f"SELECT {', '.join(ROW_COLUMNS)} FROM cpu WHERE usage_user > 90.0 "
+            f"AND time >= '{ts_literal(p.start_ns)}' AND time < '{ts_literal(p.end_ns)}' "
+            f"AND {host_clause(p.hosts)} ORDER BY hostname, time")
+
+
+def cpu_max_all_sql(p: Params, bucket_fn: str = "date_trunc") -> str:
+    aggs = ", ".join(f"max({f}) AS max_{f}" for f in FIELDS)
+    return (f"SELECT {_bucket('hour', bucket_fn)} AS hour, {aggs} FROM cpu "
+            f"WHERE {host_clause(p.hosts)} AND time >= '{ts_literal(p.start_ns)}' "
+            f"AND time < '{ts_literal(p.end_ns)}' GROUP BY hour ORDER BY hour")
+
+
+def groupby_orderby_limit_sql(p: Params, bucket_fn: str = "date_trunc") -> str:
+    return (f"SELECT {_bucket('minute', bucket_fn)} AS minute, max(usage_user) AS max_usage_user "
+            f"FROM cpu WHERE time < '{ts_literal(p.end_ns)}' "
+            f"GROUP BY minute ORDER BY minute DESC LIMIT 5")
+
+
+def standard_sql(query_type: str, p: Params, bucket_fn: str = "date_trunc") -> str:
+    """The one SQL text Tempora, DuckDB and PostgreSQL run (TSBS's TimescaleDB text, date_trunc
+    form, hostname as a column, explicit column lists, ORDER BY on high-cpu)."""
+    if query_type == "lastpoint":
+        return lastpoint_sql(p)
+    return {
+        "single-groupby-1-1-1": single_groupby_sql,
+        "double-groupby-1": double_groupby_sql,
+        "high-cpu-1": high_cpu_sql,
+        "cpu-max-all-1": cpu_max_all_sql,
+        "groupby-orderby-limit": groupby_orderby_limit_sql,
+    }[query_type](p, bucket_fn)
+
+
+# Short names for correctness tests.
+def tempora_sql(query_type: str, p: Params, bucket_fn: str = "date_trunc") -> str:
+    return standard_sql(query_type, p, bucket_fn)
+
+
+def duckdb_sql(query_type: str, p: Params, bucket_fn: str = "date_trunc") -> str:
+    return standard_sql(query_type, p, bucket_fn)
+
+
+# ------------------------------------------------------------------ ClickHouse (chdb)
+
+def _ch_ts(ns: int) -> str:
+    return f"toDateTime64('{ts_literal(ns)[:-1].replace('T', ' ')}', 6, 'UTC')"
+
+
+def clickhouse_sql(query_type: str, p: Params) -> str:
+    hosts = ", ".join(f"'{h}'" for h in p.hosts)
+    if query_type == "lastpoint":
+        return f"SELECT {', '.join(ROW_COLUMNS)} FROM cpu ORDER BY hostname, time DESC LIMIT 1 BY hostname"
+    if query_type == "single-groupby-1-1-1":
+        return (f"SELECT toStartOfMinute(time) AS minute, max(usage_user) AS max_usage_user FROM cpu "
+                f"WHERE hostname IN ({hosts}) AND time >= {_ch_ts(p.start_ns)} AND time < {_ch_ts(p.end_ns)} "
+                f"GROUP BY minute ORDER BY minute ASC")
+    if query_type == "double-groupby-1":
+        return (f"SELECT toStartOfHour(time) AS hour, hostname, avg(usage_user) AS mean_usage_user FROM cpu "
+                f"WHERE time >= {_ch_ts(p.start_ns)} AND time < {_ch_ts(p.end_ns)} "
+                f"GROUP BY hour, hostname ORDER BY hour, hostname")
+    if query_type == "high-cpu-1":
+        return (f"SELECT {', '.join(ROW_COLUMNS)} FROM cpu WHERE usage_user > 90.0 AND hostname IN ({hosts}) "
+                f"AND time >= {_ch_ts(p.start_ns)} AND time < {_ch_ts(p.end_ns)} ORDER BY hostname, time")
+    if query_type == "cpu-max-all-1":
+        aggs = ", ".join(f"max({f}) AS max_{f}" for f in FIELDS)
+        return (f"SELECT toStartOfHour(time) AS hour, {aggs} FROM cpu WHERE hostname IN ({hosts}) "
+                f"AND time >= {_ch_ts(p.start_ns)} AND time < {_ch_ts(p.end_ns)} GROUP BY hour ORDER BY hour")
+    if query_type == "groupby-orderby-limit":
+        return (f"SELECT toStartOfMinute(time) AS minute, max(usage_user) AS max_usage_user FROM cpu "
+                f"WHERE time < {_ch_ts(p.end_ns)} GROUP BY minute ORDER BY minute DESC LIMIT 5")
+    raise ValueError(query_type)
+
+
+# ------------------------------------------------------------------ QuestDB
+
+def questdb_sql(query_type: str, p: Params) -> str:
+    """QuestDB idiom: designated timestamp `timestamp`, SAMPLE BY (calendar-aligned, UTC) and
+    LATEST ON. Same columns, in the same order, as standard_sql."""
+    hosts = ", ".join(f"'{h}'" for h in p.hosts)
+    cols = ", ".join(["timestamp AS time"] + TAGS + FIELDS)
+    s, e = ts_literal(p.start_ns), ts_literal(p.end_ns)
+    if query_type == "lastpoint":
+        return (f"SELECT * FROM (SELECT {cols} FROM cpu LATEST ON timestamp PARTITION BY hostname) "
+                f"ORDER BY hostname")
+    if query_type == "single-groupby-1-1-1":
+        return (f"SELECT timestamp AS minute, max(usage_user) AS max_usage_user FROM cpu "
+                f"WHERE hostname IN ({hosts}) AND timestamp >= '{s}' AND timestamp < '{e}' "
+                f"SAMPLE BY 1m ALIGN TO CALENDAR")
+    if query_type == "double-groupby-1":
+        return (f"SELECT timestamp AS hour, hostname, avg(usage_user) AS mean_usage_user FROM cpu "
+                f"WHERE timestamp >= '{s}' AND timestamp < '{e}' SAMPLE BY 1h ALIGN TO CALENDAR "
+                f"ORDER BY hour, hostname")
+    if query_type == "high-cpu-1":
+        return (f"SELECT {cols} FROM cpu WHERE usage_user > 90.0 AND hostname IN ({hosts}) "
+                f"AND timestamp >= '{s}' AND timestamp < '{e}' ORDER BY hostname, time")
+    if query_type == "cpu-max-all-1":
+        aggs = ", ".join(f"max({f}) AS max_{f}" for f in FIELDS)
+        return (f"SELECT timestamp AS hour, {aggs} FROM cpu WHERE hostname IN ({hosts}) "
+                f"AND timestamp >= '{s}' AND timestamp < '{e}' SAMPLE BY 1h ALIGN TO CALENDAR")
+    if query_type == "groupby-orderby-limit":
+        # TSBS's QuestDB text ends in `SAMPLE BY 1m LIMIT 5`, which gives the 5 *earliest*
+        # minutes; this gives the 5 latest, as every other system does.
+        return (f"SELECT timestamp AS minute, max(usage_user) AS max_usage_user FROM cpu "
+                f"WHERE timestamp < '{e}' SAMPLE BY 1m ALIGN TO CALENDAR ORDER BY minute DESC LIMIT 5")
+    raise ValueError(query_type)
+
+
+# ------------------------------------------------------------------ VictoriaMetrics (MetricsQL)
+
+def _vm_sel(metric_re: str, hosts: list[str]) -> str:
+    hc = ""
+    if hosts:
+        hc = f', hostname="{hosts[0]}"' if len(hosts) == 1 else f', hostname=~"{"|".join(hosts)}"'
+    return f'{{__name__=~"{metric_re}"{hc}}}'
+
+
+def victoriametrics_query(query_type: str, p: Params) -> dict:
+    """The MetricsQL request for a query type: {path, params, shift_ms}. Approximate by nature:
+    a range query evaluates `f(x[w])` at t over (t - w, t]; to get the SQL buckets [b, b + w),
+    points are evaluated at b + w - 1 ms (and reported back as b, shift_ms), so a bucket covers
+    the whole minute/hour even where the SQL window starts or ends inside it. Rows are counted
+    as distinct (timestamp, hostname) keys, one per SQL row."""
+    def floor(ns, w):
+        return ns // w * w
+    ms = 10**6
+    if query_type == "lastpoint":
+        dur_s = (p.data_end_ns - p.data_start_ns) // 10**9
+        return {"path": "/api/v1/query", "shift_ms": 0, "params": {
+            "query": f'last_over_time({_vm_sel("cpu_usage_.*", [])}[{dur_s}s])',
+            "time": f"{p.data_end_ns / 1e9:.3f}"}}
+    if query_type in ("single-groupby-1-1-1", "groupby-orderby-limit"):
+        w = 60 * 10**9
+        if query_type == "single-groupby-1-1-1":
+            first, last = floor(p.start_ns, w), floor(p.end_ns - 1, w)
+            q = f'max(max_over_time({_vm_sel("cpu_usage_user", p.hosts)}[1m]))'
+        else:
+            last = floor(p.end_ns - 1, w)
+            first = last - 4 * w
+            q = f'max(max_over_time({_vm_sel("cpu_usage_user", [])}[1m]))'
+        return {"path": "/api/v1/query_range", "shift_ms": 60_000 - 1, "params": {
+            "query": q, "start": f"{(first + w - ms) / 1e9:.3f}", "end": f"{(last + w - ms) / 1e9:.3f}",
+            "step": "60s", "nocache": "1"}}
+    if query_type in ("double-groupby-1", "cpu-max-all-1"):
+        w = HOUR_NS
+        first, last = floor(p.start_ns, w), floor(p.end_ns - 1, w)
+        if query_type == "double-groupby-1":
+            q = f'avg(avg_over_time({_vm_sel("cpu_usage_user", [])}[1h])) by (hostname)'
+        else:
+            q = f'max(max_over_time({_vm_sel("cpu_usage_.*", p.hosts)}[1h])) by (__name__)'
+        return {"path": "/api/v1/query_range", "shift_ms": 3_600_000 - 1, "params": {
+            "query": q, "start": f"{(first + w - ms) / 1e9:.3f}", "end": f"{(last + w - ms) / 1e9:.3f}",
+            "step": "1h", "nocache": "1"}}
+    if query_type == "high-cpu-1":
+        w = 10 * 10**9  # the data's interval: evaluate exactly at the points' timestamps
+        first = -(-p.start_ns // w) * w
+        last = floor(p.end_ns - 1, w)
+        sel = _vm_sel("cpu_usage_.*", p.hosts)
+        cond = f'{_vm_sel("cpu_usage_user", p.hosts)} > 90'
+        return {"path": "/api/v1/query_range", "shift_ms": 0, "params": {
+            "query": f"{sel} and on(hostname) ({cond})",
+            "start": f"{first / 1e9:.3f}", "end": f"{last / 1e9:.3f}", "step": "10s", "nocache": "1"}}
+    raise ValueError(query_type)
+
+
+# ------------------------------------------------------------------ result normalisation
+
+def _norm(v):
+    if isinstance(v, datetime):
+        if v.tzinfo is None:
+            v = v.replace(tzinfo=timezone.utc)
+        d = v - datetime(1970, 1, 1, tzinfo=timezone.utc)
+        return ("t", (d.days * 86400 + d.seconds) * 10**6 + d.microseconds)
+    if isinstance(v, bool):
+        return ("b", v)
+    if isinstance(v, (int, float, Decimal)):
+        f = float(v)
+        return ("n", None if math.isnan(f) else round(f, 6))
+    if isinstance(v, date):
+        return ("d", v.isoformat())
+    return ("s", str(v))
+
+
+def _http_ts(v) -> object:
+    """Tempora's JSON has timestamps as RFC 3339 strings: make them datetimes."""
+    if isinstance(v, str) and len(v) >= 20 and v[4] == "-" and v[10] == "T" and v.endswith("Z"):
+        try:
+            return datetime.fromisoformat(v[:-1] + "+00:00")
+        except ValueError:
+            return v
+    return v
+
+
+def digest_rows(rows) -> str:
+    h = hashlib.sha1()
+    for r in rows:
+        h.update(repr(tuple(_norm(v) for v in r)).encode())
+    return h.hexdigest()[:12]
+
+
+# ------------------------------------------------------------------ clients
+
+class Client:
+    dialect = "standard"
+
+    def run(self, query_type: str, p: Params) -> list:
+        raise NotImplementedError
+
+    def text(self, query_type: str, p: Params) -> str:
+        raise NotImplementedError
+
+    def close(self):
+        pass
+
+
+class PgClient(Client):
+    def __init__(self, conninfo: str, dialect: str = "standard", bucket_fn: str = "date_trunc",
+                 options: str | None = None):
+        import psycopg
+        kw = {"autocommit": True, "prepare_threshold": None}
+        if options:
+            kw["options"] = options
+        self.conn = psycopg.connect(conninfo, **kw)
+        self.dialect, self.bucket_fn = dialect, bucket_fn
+
+    def text(self, qt, p):
+        return questdb_sql(qt, p) if self.dialect == "questdb" else standard_sql(qt, p, self.bucket_fn)
+
+    def run(self, qt, p):
+        cur = self.conn.execute(self.text(qt, p))
+        return cur.fetchall() if cur.description else []
+
+    def close(self):
+        self.conn.close()
+
+
+class TemporaHttpClient(Client):
+    def __init__(self, host: str, port: int, db: str, bucket_fn: str):
+        self.conn = http.client.HTTPConnection(host, port, timeout=600)
+        self.db, self.bucket_fn = db, bucket_fn
+
+    def text(self, qt, p):
+        return standard_sql(qt, p, self.bucket_fn)
+
+    def run(self, qt, p):
+        qs = urllib.parse.urlencode({"db": self.db, "q": self.text(qt, p), "format": "json"})
+        self.conn.request("GET", "/api/v1/sql?" + qs)
+        resp = self.conn.getresponse()
+        body = resp.read()
+        if resp.status != 200:
+            raise RuntimeError(f"HTTP {resp.status}: {body.decode(errors='replace')[:2000]}")
+        return [[_http_ts(v) for v in r] for r in json.loads(body)["rows"]]
+
+    def close(self):
+        self.conn.close()
+
+
+class DuckDbClient(Client):
+    def __init__(self, path: str, bucket_fn: str):
+        import duckdb
+        self.con = duckdb.connect(path, read_only=True)
+        self.con.execute("SET TimeZone = 'UTC'")
+        self.bucket_fn = bucket_fn
+
+    def text(self, qt, p):
+        return standard_sql(qt, p, self.bucket_fn)
+
+    def run(self, qt, p):
+        return self.con.execute(self.text(qt, p)).fetchall()
+
+    def close(self):
+        self.con.close()
+
+
+class ChdbClient(Client):
+    dialect = "clickhouse"
+
+    def __init__(self, path: str):
+        import chdb
+        self.con = chdb.connect(path)
+        self.cur = self.con.cursor()
+
+    def text(self, qt, p):
+        return clickhouse_sql(qt, p)
+
+    def run(self, qt, p):
+        self.cur.execute(self.text(qt, p))
+        return self.cur.fetchall()
+
+    def close(self):
+        self.cur.close()
+        self.con.close()
+
+
+class VictoriaMetricsClient(Client):
+    dialect = "metricsql"
+
+    def __init__(self, host: str, port: int):
+        self.conn = http.client.HTTPConnection(host, port, timeout=600)
+
+    def text(self, qt, p):
+        q = victoriametrics_query(qt, p)
+        return q["path"] + "?" + urllib.parse.urlencode(q["params"])
+
+    def run(self, qt, p):
+        q = victoriametrics_query(qt, p)
+        self.conn.request("GET", q["path"] + "?" + urllib.parse.urlencode(q["params"]))
+        resp = self.conn.getresponse()
+        body = resp.read()
+        if resp.status != 200:
+            raise RuntimeError(f"HTTP {resp.status}: {body.decode(errors='replace')[:2000]}")
+        data = json.loads(body)["data"]
+        # Pivot series x points into SQL-like rows keyed by (timestamp, hostname).
+        rows: dict = {}
+        for s in data["result"]:
+            host = s["metric"].get("hostname", "")
+            name = s["metric"].get("__name__", "value")
+            points = s["values"] if "values" in s else [s["value"]]
+            for ts, val in points:
+                key = (round(float(ts) * 1000) - q["shift_ms"], host)
+                rows.setdefault(key, {})[name] = float(val)
+        def field_order(name):
+            return FIELDS.index(name[4:]) if name.startswith("cpu_") and name[4:] in FIELDS else -1
+        with_host = qt in ("lastpoint", "high-cpu-1", "double-groupby-1")
+        out = []
+        for (ts_ms, host), vals in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][0])
+                                          if qt in ("lastpoint", "high-cpu-1") else kv[0]):
+            ts = datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc)
+            values = [vals[k] for k in sorted(vals, key=field_order)]
+            out.append((ts, host, *values) if with_host else (ts, *values))
+        if qt == "groupby-orderby-limit":
+            out.sort(key=lambda r: r[0], reverse=True)
+        return out
+
+    def close(self):
+        self.conn.close()
+
+
+def make_client(args) -> Client:
+    s = args.system
+    if s == "tempora":
+        return PgClient(f"host={args.host} port={args.tempora_pg_port} dbname=benchmark user=tempora",
+                        bucket_fn=args.bucket)
+    if s == "tempora-http":
+        return TemporaHttpClient(args.host, args.tempora_http_port, "benchmark", args.bucket)
+    if s == "postgresql":
+        return PgClient(f"host={args.host} port={args.pg_port} dbname=benchmark user=postgres",
+                        bucket_fn="date_trunc", options="-c TimeZone=UTC")
+    if s == "duckdb":
+        return DuckDbClient(args.duckdb_path, args.bucket)
+    if s == "chdb":
+        return ChdbClient(args.chdb_path)
+    if s == "questdb":
+        return PgClient(f"host={args.host} port={args.questdb_port} dbname=qdb user=admin password=quest",
+                        dialect="questdb")
+    if s == "victoriametrics":
+        return VictoriaMetricsClient(args.host, args.vm_port)
+    raise ValueError(s)
+
+
+SYSTEM_NOTES = {
+    "tempora": "Tempora over the PostgreSQL wire protocol (psycopg 3, extended protocol, no server-side prepare)",
+    "tempora-http": "Tempora over HTTP GET /api/v1/sql (JSON), one kept-alive connection",
+    "postgresql": "PostgreSQL 15 without TimescaleDB: plain table, indexes (hostname, time DESC) and (time DESC)",
+    "duckdb": "DuckDB in-process, persistent file, rows in file (time) order, no index",
+    "chdb": "chdb (ClickHouse in-process), MergeTree ORDER BY (hostname, time)",
+    "questdb": "QuestDB 9.3.4 over the PostgreSQL wire protocol, SAMPLE BY / LATEST ON, partitioned by day (ILP default)",
+    "victoriametrics": ("VictoriaMetrics MetricsQL, approximate: whole minute/hour buckets at the window's ends; "
+                        "lastpoint = last_over_time over the whole data range; rows = (timestamp, host) keys"),
+}
+
+
+# ------------------------------------------------------------------ measuring
+
+class CpuMeter:
+    """How much CPU the rest of the machine used while a query type ran: all busy CPU time
+    (/proc/stat) less this process's and the server's (its process tree). The machine has few
+    cores and may be shared, so this says whether a figure was taken on a quiet machine."""
+
+    def __init__(self, server_pids: list[int]):
+        self.server_pids = server_pids
+        self.hz = os.sysconf("SC_CLK_TCK")
+        self.ncpu = os.cpu_count() or 1
+
+    @staticmethod
+    def _busy_jiffies() -> int | None:
+        try:
+            with open("/proc/stat") as f:
+                v = [int(x) for x in f.readline().split()[1:]]
+        except OSError:
+            return None
+        return sum(v[:8]) - v[3] - v[4]  # all but idle and iowait (guest is inside user)
+
+    def _tree_jiffies(self) -> int:
+        if not self.server_pids:
+            return 0
+        children: dict[int, list[int]] = {}
+        times: dict[int, int] = {}
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    st = f.read()
+            except OSError:
+                continue
+            rest = st[st.rfind(")") + 2:].split()
+            pid, ppid = int(d), int(rest[1])
+            children.setdefault(ppid, []).append(pid)
+            # utime + stime, and cutime + cstime: children it has reaped (PostgreSQL's
+            # parallel workers live for one query, so they are gone by the next look)
+            times[pid] = int(rest[11]) + int(rest[12]) + int(rest[13]) + int(rest[14])
+        total, stack, seen = 0, list(self.server_pids), set()
+        while stack:
+            pid = stack.pop()
+            if pid in seen:
+                continue
+            seen.add(pid)
+            total += times.get(pid, 0)
+            stack.extend(children.get(pid, []))
+        return total
+
+    def start(self):
+        t = os.times()
+        self.t0 = (time.monotonic(), self._busy_jiffies(), t.user + t.system, self._tree_jiffies())
+
+    def stop(self) -> dict:
+        t = os.times()
+        w0, b0, own0, srv0 = self.t0
+        wall = time.monotonic() - w0
+        b1 = self._busy_jiffies()
+        if b0 is None or b1 is None or wall <= 0:
+            return {}
+        busy = (b1 - b0) / self.hz
+        own = (t.user + t.system) - own0
+        srv = (self._tree_jiffies() - srv0) / self.hz
+        other = max(0.0, busy - own - srv)
+        return {"cpu_client_s": round(own, 2), "cpu_server_s": round(srv, 2),
+                "cpu_other_pct": round(100 * other / (wall * self.ncpu), 1)}
+
+
+def percentile(sorted_vals: list[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default)."""
+    if not sorted_vals:
+        return float("nan")
+    k = (len(sorted_vals) - 1) * q
+    lo, hi = math.floor(k), math.ceil(k)
+    return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (k - lo)
+
+
+def run_query_type(client: Client, args, qt: str) -> dict:
+    params, rng_kind = generate_params(qt, max(args.runs, args.warmup, 1), args.seed, args.scale,
+                                       args.start_ns, args.end_ns)
+    rec = {"system": args.system, "query_type": qt, "runs": args.runs, "warmup": args.warmup,
+           "seed": args.seed, "scale": args.scale, "rng": rng_kind, "dialect": client.dialect,
+           "bucket": args.bucket if args.system in ("tempora", "tempora-http", "duckdb") else None,
+           "note": SYSTEM_NOTES[args.system], "first_query": client.text(qt, params[0]),
+           "first_params": params[0].to_json(), "when": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    rec["loadavg_1m_before"] = round(os.getloadavg()[0], 2)
+    for pid in args.server_pid or []:  # which build answered: a rebuilt binary changes the figures
+        try:
+            exe = os.readlink(f"/proc/{pid}/exe")
+            rec["server_exe"] = exe  # ends in " (deleted)" if the file was replaced since start
+            st = os.stat(exe.removesuffix(" (deleted)"))
+            rec["server_exe_mtime"] = datetime.fromtimestamp(st.st_mtime, timezone.utc).isoformat(timespec="seconds")
+            rec["server_exe_bytes"] = st.st_size
+        except OSError:
+            pass
+        break
+    meter = CpuMeter(args.server_pid or [])
+    meter.start()
+    try:
+        for i in range(args.warmup):
+            client.run(qt, params[i % len(params)])
+        times, rows, digests = [], [], []
+        for i in range(args.runs):
+            p = params[i]
+            t0 = time.perf_counter()
+            result = client.run(qt, p)
+            times.append((time.perf_counter() - t0) * 1000)
+            rows.append(len(result))
+            digests.append(digest_rows(result))
+    except Exception as e:  # record the error verbatim and go on with the next query type
+        rec["error"] = f"{type(e).__name__}: {e}".strip()
+        return rec
+    st = sorted(times)
+    rec.update({
+        "min_ms": round(st[0], 3), "median_ms": round(statistics.median(st), 3),
+        "mean_ms": round(statistics.fmean(st), 3), "p99_ms": round(percentile(st, 0.99), 3),
+        "max_ms": round(st[-1], 3),
+        "rows_total": sum(rows), "rows_min": min(rows), "rows_max": max(rows), "rows_per_run": rows,
+        "digest": hashlib.sha1("".join(digests).encode()).hexdigest()[:12],
+        "loadavg_1m_after": round(os.getloadavg()[0], 2),
+        **meter.stop(),
+    })
+    return rec
+
+
+def print_table(records: list[dict], out=sys.stdout, pick: str = "last"):
+    systems = []
+    for r in records:
+        if r["system"] not in systems:
+            systems.append(r["system"])
+    latest: dict = {}
+    for r in records:  # pick="last": the last record of each pair; "quietest": least other CPU
+        k = (r["system"], r["query_type"])
+        if pick == "quietest" and k in latest and "error" not in latest[k]:
+            old, new = latest[k].get("cpu_other_pct", 1e9), r.get("cpu_other_pct", 1e9)
+            if "error" in r or new >= old:
+                continue
+        latest[k] = r
+    qts = [q for q in QUERY_TYPES if any((s, q) in latest for s in systems)]
+
+    def cell(r, key):
+        if r is None:
+            return "-"
+        if "error" in r:
+            return "ERROR"
+        return f"{r[key]:.2f}" if isinstance(r[key], float) else str(r[key])
+
+    for title, keys in (("mean / median / p99 ms", ("mean_ms", "median_ms", "p99_ms")),):
+        w0 = max(len(q) for q in qts + ["query type"])
+        cols = [max(24, len(s)) for s in systems]
+        print(f"\n{title} (wall time on the client, {records[0].get('runs')} runs each)", file=out)
+        print("query type".ljust(w0) + " | " + " | ".join(s.ljust(c) for s, c in zip(systems, cols)), file=out)
+        print("-" * w0 + "-+-" + "-+-".join("-" * c for c in cols), file=out)
+        for q in qts:
+            cells = []
+            for s, c in zip(systems, cols):
+                r = latest.get((s, q))
+                v = " / ".join(cell(r, k) for k in keys) if r and "error" not in r else cell(r, keys[0])
+                cells.append(v.ljust(c))
+            print(q.ljust(w0) + " | " + " | ".join(cells), file=out)
+    print("\nrows returned (total over the runs; min-max per run) and result digest", file=out)
+    w0 = max(len(q) for q in qts + ["query type"])
+    cols = [max(24, len(s)) for s in systems]
+    print("query type".ljust(w0) + " | " + " | ".join(s.ljust(c) for s, c in zip(systems, cols)), file=out)
+    print("-" * w0 + "-+-" + "-+-".join("-" * c for c in cols), file=out)
+    for q in qts:
+        cells = []
+        for s, c in zip(systems, cols):
+            r = latest.get((s, q))
+            if r is None:
+                v = "-"
+            elif "error" in r:
+                v = "ERROR"
+            else:
+                v = f"{r['rows_total']} ({r['rows_min']}-{r['rows_max']}) {r['digest'][:6]}"
+            cells.append(v.ljust(c))
+        print(q.ljust(w0) + " | " + " | ".join(cells), file=out)
+    print("\nCPU used by other processes while each system ran (% of all cores; warm-up and timed "
+          "runs; above a few % the times are skewed by other work)", file=out)
+    for s in systems:
+        oth = [r["cpu_other_pct"] for q in qts if (r := latest.get((s, q))) and "cpu_other_pct" in r]
+        if oth:
+            print(f"  {s}: max {max(oth):.1f} % (per query type: {', '.join(f'{v:.1f}' for v in oth)})", file=out)
+    errs = [r for r in latest.values() if "error" in r]
+    for r in errs:
+        print(f"\nERROR {r['system']} {r['query_type']}: {r['error']}", file=out)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--system", choices=SYSTEMS)
+    ap.add_argument("--query-type", action="append", choices=QUERY_TYPES,
+                    help="repeatable; default: all six")
+    ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=123)
+    ap.add_argument("--scale", type=int, default=100, help="number of hosts in the data")
+    ap.add_argument("--start", default="2016-01-01T00:00:00Z", help="the data's first timestamp")
+    ap.add_argument("--duration-secs", type=int, default=86400, help="the data's length (end = start + this)")
+    ap.add_argument("--bucket", choices=["date_trunc", "time_bucket"], default="date_trunc",
+                    help="bucket function for tempora / duckdb (postgresql always date_trunc)")
+    ap.add_argument("--http", action="store_true", help="with --system tempora: use HTTP (= tempora-http)")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--tempora-pg-port", type=int, default=15433)
+    ap.add_argument("--tempora-http-port", type=int, default=18086)
+    ap.add_argument("--pg-port", type=int, default=5442)
+    ap.add_argument("--questdb-port", type=int, default=8812)
+    ap.add_argument("--vm-port", type=int, default=8428)
+    ap.add_argument("--duckdb-path", default="/var/tmp/peers/duckdb/cpu-100h-1d.duckdb")
+    ap.add_argument("--chdb-path", default="/var/tmp/peers/chdb/cpu-100h-1d")
+    ap.add_argument("--server-pid", type=int, action="append",
+                    help="the server's pid (repeatable): its CPU, with its children's, is not counted "
+                         "as other processes' CPU")
+    ap.add_argument("--json-out", help="append the JSON lines to this file too")
+    ap.add_argument("--table-from", help="print the side-by-side table of a JSON-lines file and exit")
+    ap.add_argument("--pick", choices=["last", "quietest"], default="last",
+                    help="with --table-from, several records of one (system, query type): the last, "
+                         "or the one taken while other processes used the least CPU")
+    ap.add_argument("--print-sql", action="store_true", help="print the first query of each type and exit")
+    args = ap.parse_args(argv)
+
+    if args.table_from:
+        with open(args.table_from) as f:
+            print_table([json.loads(line) for line in f if line.strip()], pick=args.pick)
+        return 0
+    if not args.system:
+        ap.error("--system is required")
+    if args.http and args.system == "tempora":
+        args.system = "tempora-http"
+    start = datetime.fromisoformat(args.start.replace("Z", "+00:00"))
+    args.start_ns = int(start.timestamp()) * 10**9
+    args.end_ns = args.start_ns + args.duration_secs * 10**9
+    qts = args.query_type or QUERY_TYPES
+
+    if args.print_sql:
+        for qt in qts:
+            p = generate_params(qt, 1, args.seed, args.scale, args.start_ns, args.end_ns)[0][0]
+            if args.system == "chdb":
+                t = clickhouse_sql(qt, p)
+            elif args.system == "questdb":
+                t = questdb_sql(qt, p)
+            elif args.system == "victoriametrics":
+                q = victoriametrics_query(qt, p)
+                t = q["path"] + " " + json.dumps(q["params"])
+            else:
+                t = standard_sql(qt, p, "date_trunc" if args.system == "postgresql" else args.bucket)
+            print(f"-- {qt} {json.dumps(p.to_json())}\n{t};")
+        return 0
+
+    client = make_client(args)
+    records = []
+    try:
+        for qt in qts:
+            rec = run_query_type(client, args, qt)
+            records.append(rec)
+            line = json.dumps(rec)
+            print(line, flush=True)
+            if args.json_out:
+                with open(args.json_out, "a") as f:
+                    f.write(line + "\n")
+    finally:
+        client.close()
+    print_table(records)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

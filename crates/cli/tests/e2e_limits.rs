@@ -1,0 +1,224 @@
+//! Query limits against the real binary: memory (per query and server-wide), timeouts,
+//! result rows, PostgreSQL cancel requests and HTTP clients that go away. Each query past
+//! a limit fails with a clear answer while ingest goes on, and the server stays healthy.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Server, curl, curl_status, post, python};
+
+/// Runs long (minutes) in constant memory: a count over a generated series.
+const SLOW: &str = "SELECT count(*) FROM generate_series(1, 100000000000)";
+/// Needs about 100 MB: a hash aggregate over four million distinct keys.
+const BIG_GROUP: &str = "SELECT v, count(*) FROM (SELECT value % 4000000 AS v \
+                         FROM generate_series(1, 4000000)) GROUP BY v";
+/// Needs tens of MB that cannot spill: a hash join's build side of a million rows.
+const BIG_JOIN: &str = "SELECT count(*) FROM generate_series(1, 1000000) a \
+                        JOIN generate_series(1, 1000000) b ON a.value = b.value";
+/// Needs little: a thousand distinct keys.
+const SMALL_GROUP: &str = "SELECT count(*) AS n FROM (SELECT v, count(*) FROM \
+                           (SELECT value % 1000 AS v FROM generate_series(1, 200000)) GROUP BY v)";
+/// The server's per-query limit in the HTTP test: too small even to spill.
+const QUERY_LIMIT: usize = 3 << 20;
+
+fn sql_get(s: &Server, params: &str, sql: &str) -> (String, String) {
+    let url = s.url(&format!("/api/v1/sql?{params}"));
+    curl_status(&["-G", &url, "--data-urlencode", &format!("q={sql}")])
+}
+
+#[test]
+fn http_queries_past_their_limits_fail_cleanly_while_ingest_continues() {
+    let dir = tempfile::tempdir().unwrap();
+    let limit = QUERY_LIMIT.to_string();
+    let s = Server::start_with(
+        dir.path(),
+        &[
+            ("TEMPORA_QUERY_MEMORY_LIMIT_BYTES", &limit),
+            ("TEMPORA_MAX_RESULT_ROWS", "1000"),
+        ],
+    );
+    let write = s.url("/write?db=public");
+    assert_eq!(post(&write, "m,host=h0 v=0 1\n").0, "204");
+    // Ingest goes on in another thread during every query below.
+    let writer = {
+        let write = write.clone();
+        std::thread::spawn(move || {
+            let mut codes = Vec::new();
+            for b in 1..=60 {
+                let body: String = (0..200)
+                    .map(|i| format!("m,host=h{} v={i} {}\n", i % 20, b * 1000 + i))
+                    .collect();
+                codes.push(post(&write, &body).0);
+            }
+            codes
+        })
+    };
+    let limit_text = format!("memory limit of {QUERY_LIMIT} bytes");
+    // (name, parameters, query, status, text the answer must contain)
+    let cases: Vec<(&str, &str, &str, &str, String)> = vec![
+        (
+            "over the server's per-query limit",
+            "timeout=60s",
+            BIG_JOIN,
+            "507",
+            limit_text.clone(),
+        ),
+        ("under it", "", SMALL_GROUP, "200", "[[1000]]".into()),
+        (
+            "the client lowers it",
+            "memory_limit=1kB",
+            SMALL_GROUP,
+            "507",
+            "memory limit of 1024 bytes".into(),
+        ),
+        (
+            "the client cannot raise it",
+            "memory_limit=1GB&timeout=60s",
+            BIG_JOIN,
+            "507",
+            limit_text,
+        ),
+        (
+            "a scan over the limit",
+            "memory_limit=1kB",
+            "SELECT * FROM m",
+            "507",
+            "TemporaScan".into(),
+        ),
+        (
+            "the client's timeout",
+            "timeout=300ms",
+            SLOW,
+            "408",
+            "timeout of 300ms".into(),
+        ),
+        (
+            "a bad timeout",
+            "timeout=soon",
+            "SELECT 1",
+            "400",
+            "parameter timeout".into(),
+        ),
+        (
+            "a bad memory limit",
+            "memory_limit=lots",
+            "SELECT 1",
+            "400",
+            "parameter memory_limit".into(),
+        ),
+        (
+            "a result over max_result_rows",
+            "",
+            "SELECT * FROM generate_series(1, 5000)",
+            "400",
+            "max_result_rows".into(),
+        ),
+        (
+            "within every limit",
+            "timeout=30s&memory_limit=64MB",
+            "SELECT count(*) AS n FROM generate_series(1, 10)",
+            "200",
+            "[[10]]".into(),
+        ),
+    ];
+    for (name, params, sql, code, text) in &cases {
+        let (got_code, body) = sql_get(&s, params, sql);
+        assert_eq!(&got_code, code, "{name}: {body}");
+        assert!(body.contains(text.as_str()), "{name}: {body}");
+        assert!(s.healthy(), "{name}: server unhealthy afterwards");
+    }
+    let codes = writer.join().unwrap();
+    assert!(codes.iter().all(|c| c == "204"), "{codes:?}");
+    let n = s.sql_json("public", "SELECT count(*) AS n FROM m");
+    assert_eq!(n["rows"][0][0], 1 + 60 * 200, "{n}");
+    assert!(s.metric("tempora_queries_timed_out_total") >= 1.0);
+    assert_eq!(s.metric("tempora_queries_running"), 0.0);
+    assert_eq!(s.metric("tempora_query_memory_bytes"), 0.0);
+}
+
+#[test]
+fn an_http_client_that_goes_away_stops_its_query() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    let url = s.url("/api/v1/sql");
+    let out = curl(&[
+        "-G",
+        "--max-time",
+        "1",
+        &url,
+        "--data-urlencode",
+        &format!("q={SLOW}"),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(28),
+        "curl gave up at its own timeout"
+    );
+    // The server notices the closed connection and drops the query: watch it go.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while s.metric("tempora_queries_running") != 0.0 {
+        assert!(Instant::now() < deadline, "the query still runs");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(s.metric("tempora_queries_cancelled_total"), 1.0);
+    assert!(s.healthy());
+}
+
+#[test]
+fn postgres_statement_timeout_cancel_and_memory_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    let program = r#"
+import sys, threading, psycopg
+port, slow, big, join = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+conn = psycopg.connect(f"host=127.0.0.1 port={port} dbname=public user=tempora", autocommit=True)
+def expect(sql, state):
+    try:
+        conn.execute(sql).fetchall()
+        print("no error:", sql)
+    except psycopg.Error as e:
+        print(e.sqlstate, str(e).strip().splitlines()[0])
+# A cancel request from another thread (psycopg sends CancelRequest on a new socket).
+threading.Timer(0.5, conn.cancel).start()
+expect(slow, "57014")
+print("after cancel", conn.execute("SELECT 1").fetchone()[0])
+conn.execute("SET statement_timeout = '300ms'")
+expect(slow, "57014")
+conn.execute("SET statement_timeout = 0")
+# Too small for a hash join's build side, which cannot spill: fails at once.
+conn.execute("SET tempora.query_memory_limit = '1kB'")
+expect(join, "53200")
+# With 16 MB the same aggregate spills to disk and completes.
+conn.execute("SET tempora.query_memory_limit = '16MB'")
+print("spilled", conn.execute(f"SELECT count(*) FROM ({big})").fetchone()[0])
+expect("SET tempora.query_memory_limit = 'lots'", "22023")
+conn.execute("RESET tempora.query_memory_limit")
+print("rows", len(conn.execute("SELECT * FROM generate_series(1, 300)").fetchall()))
+"#;
+    let out = python(program, &[&s.pg.to_string(), SLOW, BIG_GROUP, BIG_JOIN]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 7, "{out}");
+    assert_eq!(
+        lines[0], "57014 canceling statement due to user request",
+        "{out}"
+    );
+    assert_eq!(lines[1], "after cancel 1", "{out}");
+    assert!(
+        lines[2].starts_with("57014 canceling statement due to statement timeout"),
+        "{out}"
+    );
+    assert!(
+        lines[3].starts_with("53200 ") && lines[3].contains("1024 bytes"),
+        "{out}"
+    );
+    assert_eq!(lines[4], "spilled 4000000", "{out}");
+    assert!(
+        lines[5].starts_with("22023 ") && lines[5].contains("lots"),
+        "{out}"
+    );
+    assert_eq!(lines[6], "rows 300", "{out}");
+    assert_eq!(s.metric("tempora_queries_cancelled_total"), 1.0);
+    assert_eq!(s.metric("tempora_queries_timed_out_total"), 1.0);
+    assert!(s.healthy());
+}
