@@ -22,6 +22,8 @@ use crate::region::{FileHandle, Region};
 use crate::run::{SortedRun, merge_runs};
 use crate::sst::{SstFilter, read_files};
 use crate::table::Table;
+use crate::tombstone;
+use std::sync::atomic::Ordering;
 
 /// Time range of a file, for the picker.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -125,7 +127,54 @@ pub(crate) fn compact_all(shared: &Shared) -> Result<usize> {
                 compact_group(shared, &table, &region, &inputs)?;
                 jobs += 1;
             }
+            jobs += purge(shared, &table, &region)?;
         }
+    }
+    Ok(jobs)
+}
+
+/// Rewrites the files of a region that hold rows its tombstones hide, then drops the
+/// tombstones nothing needs any more. Returns the number of rewrite jobs (0 or 1).
+fn purge(shared: &Shared, table: &Table, region: &Region) -> Result<usize> {
+    let tombs = region.tombstones.read().clone();
+    if tombs.is_empty() {
+        return Ok(0);
+    }
+    let dirty: Vec<Arc<FileHandle>> = region
+        .files
+        .read()
+        .iter()
+        .filter(|f| !tombstone::for_file(&tombs, &f.meta).is_empty())
+        .cloned()
+        .collect();
+    let jobs = if dirty.is_empty() {
+        0
+    } else {
+        compact_group(shared, table, region, &dirty)?;
+        1
+    };
+    let files = region.files.read().clone();
+    let metas: Vec<&crate::manifest::FileMeta> = files.iter().map(|f| &f.meta).collect();
+    // An empty memtable holds nothing written before any tombstone.
+    let empty = region.active.lock().is_empty() && region.frozen.read().is_empty();
+    let flushed = match empty {
+        true => u64::MAX,
+        false => region.flushed_seq.load(Ordering::SeqCst),
+    };
+    let seqs = tombstone::droppable(&tombs, &metas, flushed);
+    if !seqs.is_empty() {
+        shared.manifest.lock().commit(vec![Edit::DropTombstones {
+            region: region.key,
+            seqs: seqs.clone(),
+        }])?;
+        let mut live = region.tombstones.write();
+        *live = Arc::new(
+            live.iter()
+                .filter(|t| !seqs.contains(&t.seq))
+                .cloned()
+                .collect(),
+        );
+        tracing::debug!(region = ?region.key, dropped = seqs.len(), "tombstones compacted away");
     }
     Ok(jobs)
 }
@@ -138,19 +187,31 @@ fn compact_group(
 ) -> Result<()> {
     let fields = table.fields();
     let tags = table.tags();
+    let tombs = region.tombstones.read().clone();
+    let purged = tombs.iter().map(|t| t.seq).max().unwrap_or(0);
     let paths = inputs.iter().map(|f| f.meta.path.as_str());
     let runs = read_files(&shared.store, paths, &fields, &SstFilter::default())?;
+    // Each file's rows are single-version: tombstones apply to them before the merge.
+    let runs = runs
+        .into_iter()
+        .zip(inputs)
+        .map(|(run, f)| tombstone::apply_to_run(run, &tombstone::for_file(&tombs, &f.meta)))
+        .collect::<Result<Vec<_>>>()?;
     let merged = merge_runs(&runs, &fields)?;
     let mut added = Vec::new();
     let mut written = Vec::new();
     let result = (|| -> Result<()> {
         for part in split_by_window(&merged, shared.opts.compaction_window_ns)? {
+            if part.num_rows() == 0 {
+                continue;
+            }
             added.push(put_data_file(
                 shared,
                 region.key,
                 &part,
                 &tags,
                 &fields,
+                purged,
                 &mut written,
             )?);
         }

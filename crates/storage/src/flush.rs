@@ -21,6 +21,7 @@ use crate::region::{FileHandle, Region};
 use crate::run::{SortedRun, merge_runs};
 use crate::sst::{SstWriteOptions, write_sst};
 use crate::table::Table;
+use crate::tombstone;
 
 /// A region, its table, and the frozen parts to flush.
 pub(crate) type RegionParts = (Arc<Table>, Arc<Region>, Vec<Arc<FrozenPart>>);
@@ -74,7 +75,7 @@ pub(crate) fn run_flush(shared: &Shared, job: &FlushJob) -> Result<()> {
                 flush_region(shared, table, region, parts, &mut written)?;
             edits.push(Edit::Flush {
                 region: region.key,
-                files: vec![meta.clone()],
+                files: meta.iter().cloned().collect(),
                 flushed_seq: job.flush_seq.0,
                 index_path: Some(index_path.clone()),
             });
@@ -111,10 +112,12 @@ pub(crate) fn run_flush(shared: &Shared, job: &FlushJob) -> Result<()> {
     }
     for (region, parts, meta, (index_path, series)) in installs {
         region.set_persisted(index_path, series);
-        region
-            .files
-            .write()
-            .push(FileHandle::new(meta, shared.store.clone()));
+        if let Some(meta) = meta {
+            region
+                .files
+                .write()
+                .push(FileHandle::new(meta, shared.store.clone()));
+        }
         region
             .flushed_seq
             .fetch_max(job.flush_seq.0, std::sync::atomic::Ordering::SeqCst);
@@ -131,15 +134,17 @@ pub(crate) fn run_flush(shared: &Shared, job: &FlushJob) -> Result<()> {
 }
 
 /// Writes one region's parts as a data file and the region's index beside it; returns the
-/// file, the index path and how many series the index holds.
+/// file (none when deletes left no row), the index path and how many series the index holds.
+/// The region's tombstones are applied to each part before the parts are merged.
 fn flush_region(
     shared: &Shared,
     table: &Table,
     region: &Arc<Region>,
     parts: &[Arc<FrozenPart>],
     written: &mut Vec<String>,
-) -> Result<(FileMeta, String, usize)> {
+) -> Result<(Option<FileMeta>, String, usize)> {
     let fields = table.fields();
+    let tombs = region.tombstones.read().clone();
     let (runs, index_bytes, series) = {
         let index = region.index_read()?;
         let key_of = |id: u32| {
@@ -151,13 +156,28 @@ fn flush_region(
         };
         let runs: Vec<SortedRun> = parts
             .iter()
-            .map(|p| SortedRun::from_series_batch(&p.batch, &fields, key_of))
+            .map(|p| {
+                let b = tombstone::apply_to_part(&p.batch, &tombs, key_of)?;
+                SortedRun::from_series_batch(&b, &fields, key_of)
+            })
             .collect::<Result<_>>()?;
         (runs, Bytes::from(index.encode()), index.len())
     };
     let run = merge_runs(&runs, &fields)?;
-    let meta = put_data_file(shared, region.key, &run, &table.tags(), &fields, written)?;
-    let index_path = format!("{}/{:016x}.tidx", region.key.dir(), meta.id);
+    let purged = tombs.iter().map(|t| t.seq).max().unwrap_or(0);
+    let meta = if run.num_rows() == 0 {
+        None
+    } else {
+        let tags = table.tags();
+        Some(put_data_file(
+            shared, region.key, &run, &tags, &fields, purged, written,
+        )?)
+    };
+    let id = match &meta {
+        Some(m) => m.id,
+        None => shared.manifest.lock().next_file_id(),
+    };
+    let index_path = format!("{}/{id:016x}.tidx", region.key.dir());
     shared.store.put(&index_path, index_bytes)?;
     written.push(index_path.clone());
     Ok((meta, index_path, series))
@@ -165,14 +185,17 @@ fn flush_region(
 
 /// Encodes a run as a data file of region `key`, puts it (adding its path to `written`, so a
 /// failed commit can delete it) and returns its manifest entry. Flush and compaction share it.
+/// `purged_seq` is the newest tombstone already applied to the run.
 pub(crate) fn put_data_file(
     shared: &Shared,
     key: RegionKey,
     run: &SortedRun,
     tags: &[String],
     fields: &[(String, FieldType)],
+    purged_seq: u64,
     written: &mut Vec<String>,
 ) -> Result<FileMeta> {
+    assert!(run.num_rows() > 0, "a data file holds at least one row");
     let opts = SstWriteOptions {
         row_group_rows: shared.opts.row_group_rows,
         zstd_level: shared.opts.zstd_level,
@@ -190,5 +213,7 @@ pub(crate) fn put_data_file(
         min_time: stats.min_time,
         max_time: stats.max_time,
         max_seq: stats.max_seq,
+        min_seq: stats.min_seq,
+        purged_seq,
     })
 }

@@ -18,6 +18,7 @@
 
 pub mod clock;
 mod compaction;
+mod delete;
 mod engine;
 pub mod error;
 mod flush;
@@ -37,9 +38,11 @@ mod scan;
 pub mod sst;
 pub mod store;
 mod table;
+pub mod tombstone;
 mod worker;
 
 pub use compaction::{FileSpan, pick as pick_compaction};
+pub use delete::{DeleteRequest, SeriesFilter};
 pub use engine::{DirWals, Engine, EngineIo, MemWals, WalFactory, WriteOutcome};
 pub use error::{Result, StorageError};
 pub use options::EngineOptions;

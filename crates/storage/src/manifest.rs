@@ -20,6 +20,7 @@ use tempora_model::{TableId, TableSchema};
 
 use crate::error::{Result, StorageError};
 use crate::store::FileStore;
+use crate::tombstone::Tombstone;
 
 const MAGIC: &[u8; 8] = b"TMPRMAN\0";
 const FORMAT_VERSION: u16 = 1;
@@ -58,6 +59,12 @@ pub struct FileMeta {
     pub min_time: i64,
     pub max_time: i64,
     pub max_seq: u64,
+    /// Oldest write in the file (0 in files written before it was recorded).
+    #[serde(default)]
+    pub min_seq: u64,
+    /// The newest tombstone already applied to the file's rows (0: none).
+    #[serde(default)]
+    pub purged_seq: u64,
 }
 
 /// One table.
@@ -78,6 +85,9 @@ pub struct RegionMeta {
     pub files: BTreeMap<u64, FileMeta>,
     /// The persisted series index of the region, written with its latest flush.
     pub index_path: Option<String>,
+    /// Deletes not yet compacted away, oldest first.
+    #[serde(default)]
+    pub tombstones: Vec<Tombstone>,
 }
 
 /// The whole state at one version.
@@ -123,6 +133,16 @@ pub enum Edit {
     },
     DropRegion {
         region: RegionKey,
+    },
+    /// A delete's tombstone in one region.
+    AddTombstone {
+        region: RegionKey,
+        tombstone: Tombstone,
+    },
+    /// Tombstones every file of the region has been purged of, by sequence number.
+    DropTombstones {
+        region: RegionKey,
+        seqs: Vec<u64>,
     },
 }
 
@@ -189,6 +209,14 @@ impl ManifestState {
             Edit::DropRegion { region } => {
                 self.regions.remove(&region.name());
             }
+            Edit::AddTombstone { region, tombstone } => {
+                self.region_mut(*region).tombstones.push(tombstone.clone());
+            }
+            Edit::DropTombstones { region, seqs } => {
+                self.region_mut(*region)
+                    .tombstones
+                    .retain(|t| !seqs.contains(&t.seq));
+            }
         }
     }
 
@@ -206,6 +234,7 @@ impl ManifestState {
                 flushed_seq: 0,
                 files: BTreeMap::new(),
                 index_path: None,
+                tombstones: Vec::new(),
             })
     }
 

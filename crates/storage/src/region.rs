@@ -25,6 +25,7 @@ use crate::manifest::{FileMeta, RegionKey};
 use crate::memtable::{ActiveBuffer, FrozenPart};
 use crate::placement::IntervalMeter;
 use crate::store::FileStore;
+use crate::tombstone::Tombstone;
 
 /// A data file shared by snapshots; deleted on last drop once marked obsolete.
 #[derive(Debug)]
@@ -63,6 +64,8 @@ impl Drop for FileHandle {
 pub struct RegionSnapshot {
     pub frozen: Vec<Arc<FrozenPart>>,
     pub files: Vec<Arc<FileHandle>>,
+    /// Deletes the reader must apply (see `tombstone`).
+    pub tombstones: Arc<Vec<Tombstone>>,
 }
 
 /// A region's series index: loaded, or evicted to its persisted file.
@@ -89,6 +92,8 @@ pub struct Region {
     pub frozen: RwLock<Vec<Arc<FrozenPart>>>,
     pub files: RwLock<Vec<Arc<FileHandle>>>,
     pub lvc: RwLock<LastValues>,
+    /// Committed deletes not yet compacted away, oldest first.
+    pub tombstones: RwLock<Arc<Vec<Tombstone>>>,
     /// Every write at or below this sequence is in `files`.
     pub flushed_seq: AtomicU64,
     pub meter: Mutex<IntervalMeter>,
@@ -134,6 +139,7 @@ impl Region {
             frozen: RwLock::new(Vec::new()),
             files: RwLock::new(Vec::new()),
             lvc: RwLock::new(LastValues::default()),
+            tombstones: RwLock::new(Arc::new(Vec::new())),
             flushed_seq: AtomicU64::new(0),
             meter: Mutex::new(IntervalMeter::default()),
             dropped: AtomicBool::new(false),
@@ -177,11 +183,16 @@ impl Region {
     }
 
     /// Freezes, then returns the immutable lists.
+    ///
+    /// Tombstones are read first: compaction installs purged files before it drops a
+    /// tombstone, so a reader that no longer sees the tombstone sees the purged files.
     pub fn snapshot(&self, field_names: &[String]) -> RegionSnapshot {
+        let tombstones = self.tombstones.read().clone();
         self.freeze(field_names);
         RegionSnapshot {
             frozen: self.frozen.read().clone(),
             files: self.files.read().clone(),
+            tombstones,
         }
     }
 

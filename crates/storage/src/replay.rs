@@ -63,9 +63,11 @@ pub(crate) fn load_manifest_state(shared: &Shared) -> Result<()> {
             .values()
             .map(|f| FileHandle::new(f.clone(), shared.store.clone()))
             .collect();
+        *region.tombstones.write() = Arc::new(r.tombstones.clone());
         max_seq = max_seq
             .max(r.flushed_seq)
-            .max(r.files.values().map(|f| f.max_seq).max().unwrap_or(0));
+            .max(r.files.values().map(|f| f.max_seq).max().unwrap_or(0))
+            .max(r.tombstones.iter().map(|t| t.seq).max().unwrap_or(0));
         table
             .regions
             .write()

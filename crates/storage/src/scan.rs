@@ -25,8 +25,9 @@ use crate::engine::{Engine, Shared};
 use crate::error::{Result, StorageError};
 use crate::region::{Region, RegionSnapshot};
 use crate::run::{SortedRun, merge_runs};
-use crate::sst::{SstFilter, read_files, read_sst};
+use crate::sst::{SstFilter, read_sst};
 use crate::table::Table;
+use crate::tombstone;
 
 /// What to read.
 #[derive(Debug, Clone)]
@@ -67,9 +68,9 @@ pub struct ScanStats {
 /// One region's share of a planned scan: its snapshot and the series the matcher chose
 /// (`None` = every series).
 pub struct RegionScan {
-    region: Arc<Region>,
-    ids: Option<RoaringBitmap>,
-    snap: RegionSnapshot,
+    pub(crate) region: Arc<Region>,
+    pub(crate) ids: Option<RoaringBitmap>,
+    pub(crate) snap: RegionSnapshot,
 }
 
 /// A scan whose regions are chosen and snapshotted but not yet read.
@@ -150,14 +151,14 @@ fn selected_fields(
 }
 
 /// Series of a region the matcher selects (`None` = all).
-fn select(region: &Arc<Region>, m: &Matcher) -> Result<Option<RoaringBitmap>> {
+pub(crate) fn select(region: &Arc<Region>, m: &Matcher) -> Result<Option<RoaringBitmap>> {
     Ok(match m {
         Matcher::All => None,
         m => Some(region.index_read()?.select(m)),
     })
 }
 
-fn overlaps(shared: &Shared, region: &Region, time: Option<(i64, i64)>) -> bool {
+pub(crate) fn overlaps(shared: &Shared, region: &Region, time: Option<(i64, i64)>) -> bool {
     let p = shared.opts.partition_ns;
     let (start, end) = (
         region.key.partition.saturating_mul(p),
@@ -167,7 +168,7 @@ fn overlaps(shared: &Shared, region: &Region, time: Option<(i64, i64)>) -> bool 
 }
 
 impl Engine {
-    fn table(&self, name: &str) -> Result<Arc<Table>> {
+    pub(crate) fn table(&self, name: &str) -> Result<Arc<Table>> {
         self.shared
             .tables
             .read()
@@ -309,7 +310,8 @@ fn with_seq(b: &RecordBatch) -> Result<RecordBatch> {
     Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)?)
 }
 
-/// Fills a region's last-value cache from its files once after a restart.
+/// Fills a region's last-value cache from its data (files and memtable, deletes applied)
+/// once after a restart or a delete. Points written meanwhile are newer and win.
 fn ensure_lvc(shared: &Shared, table: &Table, region: &Arc<Region>) -> Result<()> {
     if region.lvc_from_files.load(Ordering::SeqCst) {
         return Ok(());
@@ -319,10 +321,12 @@ fn ensure_lvc(shared: &Shared, table: &Table, region: &Arc<Region>) -> Result<()
         return Ok(());
     }
     let fields = table.fields();
-    let files = region.files.read().clone();
-    let paths = files.iter().map(|f| f.meta.path.as_str());
-    let runs = read_files(&shared.store, paths, &fields, &SstFilter::default())?;
-    let run = merge_runs(&runs, &fields)?;
+    let rs = RegionScan {
+        region: region.clone(),
+        ids: None,
+        snap: region.snapshot(&table.field_names()),
+    };
+    let run = scan_region(shared, &rs, &fields, None)?;
     let field_map: Vec<(usize, FieldType)> = fields
         .iter()
         .enumerate()
@@ -348,7 +352,7 @@ fn ensure_lvc(shared: &Shared, table: &Table, region: &Arc<Region>) -> Result<()
     Ok(())
 }
 
-fn scan_region(
+pub(crate) fn scan_region(
     shared: &Shared,
     rs: &RegionScan,
     fields: &[(String, FieldType)],
@@ -370,6 +374,7 @@ fn scan_region(
         let mut runs = Vec::new();
         for part in &rs.snap.frozen {
             let b = filter_part(&part.batch, ids, time)?;
+            let b = tombstone::apply_to_part(&b, &rs.snap.tombstones, key_of)?;
             if b.num_rows() > 0 {
                 runs.push(SortedRun::from_series_batch(&b, fields, key_of)?);
             }
@@ -378,12 +383,14 @@ fn scan_region(
     };
     let filter = SstFilter { time, keys };
     for f in &rs.snap.files {
-        runs.push(read_sst(
+        let run = read_sst(
             &f.meta.path,
             shared.store.get(&f.meta.path)?,
             fields,
             &filter,
-        )?);
+        )?;
+        let tombs = tombstone::for_file(&rs.snap.tombstones, &f.meta);
+        runs.push(tombstone::apply_to_run(run, &tombs)?);
     }
     merge_runs(&runs, fields)
 }

@@ -40,6 +40,7 @@ pub struct SstStats {
     pub min_time: i64,
     pub max_time: i64,
     pub max_seq: u64,
+    pub min_seq: u64,
     pub size: u64,
 }
 
@@ -130,6 +131,7 @@ pub fn write_sst(
         min_time: *run.times().iter().min().expect("non-empty"),
         max_time: *run.times().iter().max().expect("non-empty"),
         max_seq: *run.seqs().iter().max().expect("non-empty"),
+        min_seq: *run.seqs().iter().min().expect("non-empty"),
         size: 0,
     };
     let props = writer_props(&schema, fields, o)?;

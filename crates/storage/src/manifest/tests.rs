@@ -5,6 +5,8 @@ use crate::store::{FaultPlan, FileStore};
 
 fn file(id: u64) -> FileMeta {
     FileMeta {
+        min_seq: 0,
+        purged_seq: 0,
         id,
         path: format!("data/t0/p0/b0/{id:016x}.parquet"),
         rows: 1,

@@ -1,0 +1,138 @@
+//! `DELETE`: one tombstone per region the delete touches, committed in one manifest edit.
+//!
+//! The delete takes a sequence number; rows written before it that match its time range and
+//! series are hidden from every read at once (memtable and files), and compaction later
+//! rewrites them away (see `tombstone`). Rows written after it stay, even at the same series
+//! and time. The series are fixed when the delete runs: the index proposes candidates (a
+//! superset, as for scans) and the caller's `series_filter` keeps exactly those its
+//! predicate holds for, so `DELETE` follows SQL's rules for NULL tags.
+//!
+//! The last-value cache of each touched region is rebuilt from the data on its next read.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use roaring::RoaringBitmap;
+use tempora_index::Matcher;
+use tempora_model::SeriesId;
+
+use crate::engine::Engine;
+use crate::error::Result;
+use crate::lvc::LastValues;
+use crate::manifest::Edit;
+use crate::region::Region;
+use crate::scan::{RegionScan, overlaps, scan_region, select};
+use crate::tombstone::Tombstone;
+
+/// Keeps, of candidate series given by key, those the delete names (one flag per key).
+pub type SeriesFilter<'a> = &'a dyn Fn(&[Bytes]) -> Result<Vec<bool>>;
+
+/// What to delete.
+pub struct DeleteRequest<'a> {
+    /// Inclusive start, exclusive end (ns); `None` = all time.
+    pub time: Option<(i64, i64)>,
+    /// Candidate series (a superset is fine when `series_filter` is set).
+    pub matcher: Matcher,
+    /// Exact choice among the candidates; `None` takes every candidate.
+    pub series_filter: Option<SeriesFilter<'a>>,
+}
+
+impl Engine {
+    /// Deletes the matching rows of `table`; returns how many (series, time) rows it hid.
+    pub fn delete(&self, table: &str, req: &DeleteRequest) -> Result<u64> {
+        let table = self.table(table)?;
+        let names = table.field_names();
+        let seq = self.shared.next_seq().0;
+        let (start, end) = req.time.unwrap_or((i64::MIN, i64::MAX));
+        let mut targets: Vec<(Arc<Region>, Tombstone)> = Vec::new();
+        let mut deleted = 0;
+        for region in table.all_regions() {
+            if !overlaps(&self.shared, &region, req.time) {
+                continue;
+            }
+            let chosen = choose_series(&region, req)?;
+            if chosen.as_ref().is_some_and(|(ids, _)| ids.is_empty()) {
+                continue;
+            }
+            let (ids, keys) = chosen.unzip();
+            let tomb = Tombstone {
+                seq,
+                start,
+                end,
+                keys,
+            };
+            let rs = RegionScan {
+                region: region.clone(),
+                ids,
+                snap: region.snapshot(&names),
+            };
+            let run = scan_region(&self.shared, &rs, &[], Some((start, end)))?;
+            let hidden = run.seqs().iter().filter(|&&s| s < seq).count() as u64;
+            // No row to hide (a write racing the delete may land after it, as if later).
+            if hidden > 0 {
+                deleted += hidden;
+                targets.push((region, tomb));
+            }
+        }
+        if targets.is_empty() {
+            return Ok(0);
+        }
+        let edits = targets
+            .iter()
+            .map(|(r, t)| Edit::AddTombstone {
+                region: r.key,
+                tombstone: t.clone(),
+            })
+            .collect();
+        self.shared.manifest.lock().commit(edits)?;
+        for (region, tomb) in targets {
+            {
+                let mut live = region.tombstones.write();
+                let mut v = (**live).clone();
+                v.push(tomb);
+                *live = Arc::new(v);
+            }
+            // A cache fill running now read the data before the tombstone: wait for it,
+            // then have the next read fill the cache again.
+            let _fill = region.lvc_loading.lock();
+            *region.lvc.write() = LastValues::default();
+            region.lvc_from_files.store(false, Ordering::SeqCst);
+        }
+        tracing::info!(table = %table.name, rows = deleted, "delete committed");
+        Ok(deleted)
+    }
+}
+
+/// The series of a region a delete names, as ids and sorted keys; `None` = every series.
+fn choose_series(
+    region: &Arc<Region>,
+    req: &DeleteRequest,
+) -> Result<Option<(RoaringBitmap, Vec<Bytes>)>> {
+    let candidates = select(region, &req.matcher)?;
+    if candidates.is_none() && req.series_filter.is_none() {
+        return Ok(None);
+    }
+    let mut pairs: Vec<(Bytes, u32)> = {
+        let index = region.index_read()?;
+        let key = |i: u32| {
+            index
+                .key(SeriesId(i))
+                .map(|k| (Bytes::copy_from_slice(k), i))
+        };
+        match candidates {
+            Some(ids) => ids.iter().filter_map(key).collect(),
+            None => (0..index.len() as u32).filter_map(key).collect(),
+        }
+    };
+    if let Some(filter) = req.series_filter {
+        let keys: Vec<Bytes> = pairs.iter().map(|(k, _)| k.clone()).collect();
+        let keep = filter(&keys)?;
+        assert_eq!(keep.len(), keys.len(), "one flag per candidate series");
+        let mut flags = keep.into_iter();
+        pairs.retain(|_| flags.next().expect("one flag per key"));
+    }
+    pairs.sort_unstable();
+    let ids = pairs.iter().map(|(_, i)| *i).collect();
+    Ok(Some((ids, pairs.into_iter().map(|(k, _)| k).collect())))
+}
