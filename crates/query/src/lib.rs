@@ -14,6 +14,7 @@
 
 pub mod catalog;
 pub mod convert;
+pub mod delete;
 pub mod error;
 pub mod fill;
 pub mod functions;

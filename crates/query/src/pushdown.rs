@@ -66,7 +66,7 @@ fn column_op_literal(b: &BinaryExpr) -> Option<(&str, Operator, &Expr)> {
 }
 
 /// The time range a comparison of `time` with a literal keeps.
-fn time_range(op: Operator, t: i64) -> Option<(i64, i64)> {
+pub(crate) fn time_range(op: Operator, t: i64) -> Option<(i64, i64)> {
     match op {
         Operator::GtEq => Some((t, i64::MAX)),
         Operator::Gt => Some((t.checked_add(1)?, i64::MAX)),

@@ -51,6 +51,12 @@ pub fn rewrite(sql: &str) -> Result<Option<String>> {
     let Some(at) = find_keywords(sql, &["SAMPLE", "BY"], 0) else {
         return Ok(None);
     };
+    if paren_depth(sql, at.0) > 0 {
+        return Err(bad(
+            "it belongs to the outermost SELECT; a subquery cannot use it (move SAMPLE BY out, \
+             or write the subquery with date_bin and GROUP BY)",
+        ));
+    }
     let clause_start = at.1;
     let clause_end = ["ORDER", "LIMIT", ";"]
         .iter()
@@ -60,6 +66,21 @@ pub fn rewrite(sql: &str) -> Result<Option<String>> {
     let spec = parse_clause(&sql[clause_start..clause_end])?;
     let rest = format!("{} {}", &sql[..at.0], &sql[clause_end..]);
     rewrite_query(&rest, &spec).map(Some)
+}
+
+/// How many parentheses (outside quotes and comments) are open at byte `at`.
+fn paren_depth(sql: &str, at: usize) -> i64 {
+    let mut depth = 0;
+    let mut i = 0;
+    while let Some((s, e)) = [&["("], &[")"]]
+        .iter()
+        .filter_map(|k| find_keywords(&sql[..at], *k, i))
+        .min()
+    {
+        depth += if &sql[s..e] == "(" { 1 } else { -1 };
+        i = e;
+    }
+    depth
 }
 
 fn bad(msg: impl Into<String>) -> QueryError {

@@ -188,6 +188,20 @@ impl TableProvider for TemporaTable {
         })?))
     }
 
+    async fn delete_from(
+        &self,
+        state: &dyn Session,
+        filters: Vec<Expr>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        crate::delete::exec(
+            state,
+            self.engine.clone(),
+            self.name.clone(),
+            &self.tags,
+            &filters,
+        )
+    }
+
     async fn insert_into(
         &self,
         _state: &dyn Session,
