@@ -340,3 +340,55 @@ fn a_set_password_is_required_with_scram_sha_256() {
     assert!(s.healthy());
     s.stop();
 }
+
+#[test]
+fn deletes_over_both_protocols_are_kept_through_kill_9() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    load_cpu(&s);
+    // psql (simple protocol): host a's first five minutes.
+    let n = s.psql(
+        "ts",
+        "DELETE FROM cpu WHERE host = 'a' AND time < '2016-01-01T20:15:00Z'",
+    );
+    assert_eq!(n.trim(), "5");
+    // HTTP: the last minute of every host.
+    let v = s.sql_json("ts", "DELETE FROM cpu WHERE time >= '2016-01-01T20:19:00Z'");
+    assert_eq!(v["rows"][0][0], 2, "{v}");
+    // Refused deletes name the reason and change nothing (HTTP 400, SQLSTATE over psycopg).
+    let (code, body) = post(
+        &s.url("/api/v1/sql?db=ts"),
+        "DELETE FROM cpu WHERE usage > 100",
+    );
+    assert_eq!(code, "400", "{body}");
+    assert!(body.contains("is a field"), "{body}");
+    let out = python(
+        r#"
+import sys, psycopg
+c = psycopg.connect(host="127.0.0.1", port=int(sys.argv[1]), dbname="ts", user="tempora", autocommit=True)
+for q in ["DELETE FROM cpu WHERE time < '2016-01-01T20:12:00Z' OR host = 'b'",
+          "DELETE FROM nope WHERE host = 'a'"]:
+    try:
+        c.execute(q)
+        print("no error")
+    except psycopg.Error as e:
+        print(e.sqlstate, str(e).splitlines()[0])
+print(c.execute("DELETE FROM cpu WHERE host IN ('b') AND time BETWEEN '2016-01-01T20:10:00Z' AND '2016-01-01T20:10:00Z'").fetchone()[0])
+"#,
+        &[&s.pg.to_string()],
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert!(
+        lines[0].starts_with("0A000") && lines[0].contains("inside OR"),
+        "{out}"
+    );
+    assert!(lines[1].starts_with("42P01"), "{out}");
+    assert_eq!(lines[2], "1", "{out}");
+    let want = "a,4\nb,8\n";
+    let q = "SELECT host, count(*) FROM cpu GROUP BY host ORDER BY host";
+    assert_eq!(s.psql("ts", q), want);
+    s.kill9();
+    let s = Server::start(dir.path());
+    assert_eq!(s.psql("ts", q), want, "after kill -9");
+}

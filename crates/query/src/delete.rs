@@ -111,7 +111,7 @@ pub fn exec(
     filters: &[Expr],
 ) -> DfResult<Arc<dyn ExecutionPlan>> {
     let tag_set = |c: &str| tags.iter().any(|t| t == c);
-    let plan = plan(filters, &tag_set).map_err(DataFusionError::Plan)?;
+    let plan = plan(filters, &tag_set).map_err(DataFusionError::NotImplemented)?;
     let matcher = match plan
         .tag_filters
         .iter()

@@ -10,7 +10,7 @@ pub enum QueryError {
     InvalidDatabase { name: String, reason: String },
     #[error("{0}")]
     Sql(String),
-    #[error("{0}")]
+    #[error("{}", one_line(.0))]
     DataFusion(#[from] datafusion::error::DataFusionError),
     #[error("{0}")]
     Arrow(#[from] arrow::error::ArrowError),
@@ -24,6 +24,17 @@ pub enum QueryError {
     Timeout(std::time::Duration),
     #[error("the result has more than {0} rows (max_result_rows); add a LIMIT or aggregate")]
     TooManyRows(usize),
+}
+
+/// DataFusion prints a context on its own line above the cause ("DELETE operation on table
+/// 't'\ncaused by\n…"); clients show the first line, so the cause joins the context there.
+fn one_line(e: &datafusion::error::DataFusionError) -> String {
+    match e {
+        datafusion::error::DataFusionError::Context(ctx, inner) => {
+            format!("{ctx}: {}", one_line(inner))
+        }
+        e => e.to_string(),
+    }
 }
 
 pub type Result<T, E = QueryError> = std::result::Result<T, E>;

@@ -141,9 +141,7 @@ mod hex_keys {
     use serde::{Deserialize, Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(keys: &Option<Vec<Bytes>>, s: S) -> Result<S::Ok, S::Error> {
-        let hex: Option<Vec<String>> = keys
-            .as_ref()
-            .map(|ks| ks.iter().map(hex::encode).collect());
+        let hex: Option<Vec<String>> = keys.as_ref().map(|ks| ks.iter().map(hex::encode).collect());
         serde::Serialize::serialize(&hex, s)
     }
 
