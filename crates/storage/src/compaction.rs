@@ -1,4 +1,6 @@
 //! Time-window compaction: each window of a region ends up in one file, without duplicates.
+//! Windows are `compaction_window_ns` wide while a partition is current and the whole
+//! partition once it has ended ([`region_window`]).
 //!
 //! The picker is a pure function over file metadata. A file whose rows span several windows,
 //! or a closed window holding two or more files, or the active window holding `trigger` files,
@@ -101,14 +103,32 @@ pub fn pick(
     groups
 }
 
+/// The compaction window of a region: `compaction_window_ns` while its partition can still
+/// take current writes, the whole partition once the partition has ended (so a past day is
+/// one file per region, and a scan over it opens one file instead of one per window).
+pub fn region_window(partition: i64, partition_ns: i64, window_ns: i64, now_ns: i64) -> i64 {
+    let end = partition.saturating_add(1).saturating_mul(partition_ns);
+    if end <= now_ns {
+        partition_ns
+    } else {
+        window_ns
+    }
+}
+
 /// Compacts every region that needs it; returns the number of jobs run.
 pub(crate) fn compact_all(shared: &Shared) -> Result<usize> {
     let _only_one = shared.compaction_lock.lock();
     let mut jobs = 0;
-    let window = shared.opts.compaction_window_ns;
-    let active = shared.clock.now_ns().div_euclid(window);
+    let now = shared.clock.now_ns();
     for table in shared.all_tables() {
         for region in table.all_regions() {
+            let window = region_window(
+                region.key.partition,
+                shared.opts.partition_ns,
+                shared.opts.compaction_window_ns,
+                now,
+            );
+            let active = now.div_euclid(window);
             let files = region.files.read().clone();
             let spans: Vec<FileSpan> = files
                 .iter()
@@ -124,10 +144,10 @@ pub(crate) fn compact_all(shared: &Shared) -> Result<usize> {
                     .filter(|f| group.contains(&f.meta.id))
                     .cloned()
                     .collect();
-                compact_group(shared, &table, &region, &inputs)?;
+                compact_group(shared, &table, &region, &inputs, window)?;
                 jobs += 1;
             }
-            jobs += purge(shared, &table, &region)?;
+            jobs += purge(shared, &table, &region, window)?;
         }
     }
     Ok(jobs)
@@ -135,7 +155,7 @@ pub(crate) fn compact_all(shared: &Shared) -> Result<usize> {
 
 /// Rewrites the files of a region that hold rows its tombstones hide, then drops the
 /// tombstones nothing needs any more. Returns the number of rewrite jobs (0 or 1).
-fn purge(shared: &Shared, table: &Table, region: &Region) -> Result<usize> {
+fn purge(shared: &Shared, table: &Table, region: &Region, window_ns: i64) -> Result<usize> {
     let tombs = region.tombstones.read().clone();
     if tombs.is_empty() {
         return Ok(0);
@@ -150,7 +170,7 @@ fn purge(shared: &Shared, table: &Table, region: &Region) -> Result<usize> {
     let jobs = if dirty.is_empty() {
         0
     } else {
-        compact_group(shared, table, region, &dirty)?;
+        compact_group(shared, table, region, &dirty, window_ns)?;
         1
     };
     let files = region.files.read().clone();
@@ -184,6 +204,7 @@ fn compact_group(
     table: &Table,
     region: &Region,
     inputs: &[Arc<FileHandle>],
+    window_ns: i64,
 ) -> Result<()> {
     let fields = table.fields();
     let tags = table.tags();
@@ -201,7 +222,7 @@ fn compact_group(
     let mut added = Vec::new();
     let mut written = Vec::new();
     let result = (|| -> Result<()> {
-        for part in split_by_window(&merged, shared.opts.compaction_window_ns)? {
+        for part in split_by_window(&merged, window_ns)? {
             if part.num_rows() == 0 {
                 continue;
             }
@@ -319,6 +340,20 @@ mod tests {
         ];
         for (name, files, want) in cases {
             assert_eq!(pick(&files, 10, 5, 3), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_partition_that_has_ended_is_one_window() {
+        // Partitions of 100, windows of 10.
+        for (name, partition, now, want) in [
+            ("current partition", 3, 350, 10),
+            ("future partition", 5, 350, 10),
+            ("ended just now", 3, 400, 100),
+            ("long past", 0, 350, 100),
+            ("negative partition, ended", -1, 0, 100),
+        ] {
+            assert_eq!(region_window(partition, 100, 10, now), want, "{name}");
         }
     }
 }

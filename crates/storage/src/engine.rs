@@ -614,17 +614,20 @@ impl Engine {
         out
     }
 
-    /// Tombstones not yet compacted away and rows held in data files, over all regions.
+    /// Tombstones not yet compacted away, data files, and rows held in them, over all
+    /// regions.
     #[doc(hidden)]
-    pub fn tombstones_and_file_rows(&self) -> (usize, u64) {
-        let (mut tombs, mut rows) = (0, 0);
+    pub fn storage_counts(&self) -> (usize, usize, u64) {
+        let (mut tombs, mut files, mut rows) = (0, 0, 0);
         for t in self.shared.all_tables() {
             for r in t.all_regions() {
                 tombs += r.tombstones.read().len();
-                rows += r.files.read().iter().map(|f| f.meta.rows).sum::<u64>();
+                let f = r.files.read();
+                files += f.len();
+                rows += f.iter().map(|f| f.meta.rows).sum::<u64>();
             }
         }
-        (tombs, rows)
+        (tombs, files, rows)
     }
 
     /// Memtable bytes held now.

@@ -97,15 +97,11 @@ fn deleted_rows_vanish_everywhere_and_stay_deleted() {
         (17 * SEC, Some(117.0)),
         "cache after restart"
     );
-    assert_eq!(
-        e.tombstones_and_file_rows().0,
-        2,
-        "one tombstone per delete"
-    );
+    assert_eq!(e.storage_counts().0, 2, "one tombstone per delete");
     // Flush applies the tombstones; compaction rewrites the older files and drops them.
     e.flush().unwrap();
     e.compact().unwrap();
-    let (tombs, file_rows) = e.tombstones_and_file_rows();
+    let (tombs, _, file_rows) = e.storage_counts();
     assert_eq!(tombs, 0, "{}", e.debug_state());
     assert_eq!(
         file_rows,

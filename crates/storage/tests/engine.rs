@@ -229,6 +229,38 @@ fn compaction_leaves_one_file_per_window_without_duplicates() {
 }
 
 #[test]
+fn a_partition_that_has_ended_compacts_to_one_file_per_region() {
+    let clock = ManualClock::new(0);
+    let (mut io, _) = EngineIo::memory();
+    io.clock = clock.clone();
+    let (hour, day) = (3600 * SEC, 24 * 3600 * SEC);
+    let e = Engine::open(small_opts(), io).unwrap();
+    // Six flushes, one row per host in each of six 2-hour windows of day 0.
+    for w in 0..6 {
+        write(
+            &e,
+            &[("a", w * 4 * hour, w as f64), ("b", w * 4 * hour + 1, 1.0)],
+        );
+        e.flush().unwrap();
+    }
+    let before = read_all(&e);
+    let flushed = e.storage_counts().1;
+    // Day 0 is current: one file per window and region already, nothing to merge.
+    assert_eq!(e.compact().unwrap(), 0, "{}", e.debug_state());
+    // Day 0 has ended: each region's files become one.
+    clock.set(day);
+    assert!(e.compact().unwrap() >= 1);
+    let files = e.storage_counts().1;
+    assert!(
+        files * 6 == flushed,
+        "{flushed} files became {files}: {}",
+        e.debug_state()
+    );
+    assert_eq!(read_all(&e), before);
+    assert_eq!(e.compact().unwrap(), 0, "nothing left to compact");
+}
+
+#[test]
 fn retention_drops_expired_partitions_on_time() {
     let clock = ManualClock::new(0);
     let (mut io, _) = EngineIo::memory();

@@ -117,7 +117,7 @@ previous local day's grid (19:30Z, 21:30Z) applies.""",
 s.section("Time zones in displayed timestamps")
 s.query(
     "TT",
-    "SELECT time, time AT TIME ZONE 'Europe/Oslo' FROM m\n"
+    "SELECT time, time AT TIME ZONE 'Europe/Oslo' AS local FROM m\n"
     "WHERE host = 'a' AND time >= '2024-03-31T00:00:00Z' AND time < '2024-03-31T02:00:00Z' ORDER BY time",
     expect=["2024-03-31T00:00:00Z 2024-03-31T01:00:00+01:00", "2024-03-31T01:00:00Z 2024-03-31T03:00:00+02:00"],
     comment="The same instants shown in Oslo time: the local clock jumps from 02:00 to 03:00.",
