@@ -260,10 +260,16 @@ impl LazyBatchGenerator for DeleteRun {
                 .as_ref()
                 .map(|_| &choose as tempora_storage::SeriesFilter),
         };
-        let n = self
-            .engine
-            .delete(&self.table, &req)
-            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        // The delete does storage I/O (a manifest commit, reading the rows it counts): on a
+        // multi-threaded runtime, tell it this worker blocks.
+        let run = || self.engine.delete(&self.table, &req);
+        let n = match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(run)
+            }
+            _ => run(),
+        }
+        .map_err(|e| DataFusionError::External(Box::new(e)))?;
         let count: ArrayRef = Arc::new(UInt64Array::from(vec![n]));
         Ok(Some(RecordBatch::try_new(count_schema(), vec![count])?))
     }

@@ -15,8 +15,8 @@ use arrow::array::{
 use arrow::compute::{cast, filter_record_batch};
 use arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef, TimeUnit, UInt32Type};
 use bytes::Bytes;
-use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
@@ -241,7 +241,27 @@ pub fn read_sst(
             },
         )
         .collect();
-    let reader = builder.with_row_groups(row_groups).build().map_err(perr)?;
+    // Decode only the key, time, seq and the fields asked for (not the tag columns, which
+    // exist for other tools, nor other fields).
+    let wanted: Vec<usize> = file_schema
+        .fields()
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| {
+            let n = f.name().as_str();
+            n == PRIMARY_KEY_COLUMN
+                || n == TIME_COLUMN
+                || n == SEQ_COLUMN
+                || fields.iter().any(|(name, _)| name == n)
+        })
+        .map(|(i, _)| i)
+        .collect();
+    let mask = ProjectionMask::roots(builder.parquet_schema(), wanted);
+    let reader = builder
+        .with_row_groups(row_groups)
+        .with_projection(mask)
+        .build()
+        .map_err(perr)?;
     let mut keys: Vec<Bytes> = Vec::new();
     let mut batches = Vec::new();
     for b in reader {
@@ -258,6 +278,39 @@ pub fn read_sst(
     })
 }
 
+/// Ranks (into `keys`) and key-filter flags of rows whose keys are `value(ids[i])`. Rows are
+/// sorted by key, so a key either continues the last one or starts a new rank; key bytes are
+/// compared only where the id changes (a dictionary id names one key within a batch).
+fn walk_keys<'a>(
+    ids: &[u32],
+    value: impl Fn(u32) -> &'a [u8],
+    filter: &SstFilter,
+    keys: &mut Vec<Bytes>,
+) -> (Vec<u32>, Vec<bool>) {
+    let mut ranks = Vec::with_capacity(ids.len());
+    let mut keep = Vec::with_capacity(ids.len());
+    let mut last_id = None;
+    let mut last_keep = true;
+    for &id in ids {
+        if last_id != Some(id) {
+            last_id = Some(id);
+            let k = value(id);
+            if keys.last().map(|l| l.as_ref()) != Some(k) {
+                keys.push(Bytes::copy_from_slice(k));
+            }
+            // Decided for every run of one id, also one that continues the previous batch's
+            // key (a batch boundary inside a series must not reset the decision).
+            last_keep = filter
+                .keys
+                .as_ref()
+                .is_none_or(|want| want.binary_search_by(|w| w.as_ref().cmp(k)).is_ok());
+        }
+        ranks.push(keys.len() as u32 - 1);
+        keep.push(last_keep);
+    }
+    (ranks, keep)
+}
+
 /// Converts one file batch to run form, appending newly seen keys to `keys` (rows are sorted by
 /// key, so a key only ever continues the last one or starts a new rank).
 fn convert_batch(
@@ -269,23 +322,24 @@ fn convert_batch(
     let pk = b
         .column_by_name(PRIMARY_KEY_COLUMN)
         .expect("file has a key column");
-    let pk = cast(pk, &DataType::Binary)?;
-    let pk = pk.as_binary::<i32>();
-    let mut ranks = Vec::with_capacity(pk.len());
-    let mut keep = Vec::with_capacity(pk.len());
-    let mut last_keep = true;
-    for i in 0..pk.len() {
-        let k = pk.value(i);
-        if keys.last().map(|l| l.as_ref()) != Some(k) {
-            keys.push(Bytes::copy_from_slice(k));
-            last_keep = filter
-                .keys
-                .as_ref()
-                .is_none_or(|want| want.binary_search_by(|w| w.as_ref().cmp(k)).is_ok());
+    let (ranks, mut keep) = match pk.as_dictionary_opt::<UInt32Type>() {
+        Some(dict) => {
+            let values = cast(dict.values(), &DataType::Binary)?;
+            let values = values.as_binary::<i32>();
+            walk_keys(
+                dict.keys().values(),
+                |i| values.value(i as usize),
+                filter,
+                keys,
+            )
         }
-        ranks.push(keys.len() as u32 - 1);
-        keep.push(last_keep);
-    }
+        None => {
+            let plain = cast(pk, &DataType::Binary)?;
+            let plain = plain.as_binary::<i32>();
+            let ids: Vec<u32> = (0..plain.len() as u32).collect();
+            walk_keys(&ids, |i| plain.value(i as usize), filter, keys)
+        }
+    };
     let times = cast(
         b.column_by_name(TIME_COLUMN).expect("time column"),
         &DataType::Int64,
@@ -320,6 +374,67 @@ fn convert_batch(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn key_walk_cases() {
+        type Case = (
+            &'static str,
+            Vec<&'static str>,
+            Vec<u32>,
+            Vec<&'static str>,
+            Option<Vec<&'static str>>,
+            Vec<u32>,
+            Vec<bool>,
+        );
+        // (name, keys before, row ids, id → key, wanted keys, ranks, keep)
+        let cases: Vec<Case> = vec![
+            (
+                "no filter",
+                vec![],
+                vec![0, 0, 1],
+                vec!["a", "b"],
+                None,
+                vec![0, 0, 1],
+                vec![true; 3],
+            ),
+            (
+                "filtered",
+                vec![],
+                vec![0, 0, 1, 1],
+                vec!["a", "b"],
+                Some(vec!["b"]),
+                vec![0, 0, 1, 1],
+                vec![false, false, true, true],
+            ),
+            (
+                "a filtered-out key continues from the last batch",
+                vec!["a"],
+                vec![0, 0, 1],
+                vec!["a", "b"],
+                Some(vec!["b"]),
+                vec![0, 0, 1],
+                vec![false, false, true],
+            ),
+            (
+                "plain values, one id per row",
+                vec![],
+                vec![0, 1, 2],
+                vec!["a", "a", "b"],
+                Some(vec!["a"]),
+                vec![0, 0, 1],
+                vec![true, true, false],
+            ),
+        ];
+        for (name, before, ids, values, want, ranks, keep) in cases {
+            let mut keys: Vec<Bytes> = before.iter().map(|k| Bytes::from(*k)).collect();
+            let filter = SstFilter {
+                time: None,
+                keys: want.map(|w| Arc::new(w.iter().map(|k| Bytes::from(*k)).collect())),
+            };
+            let got = walk_keys(&ids, |i| values[i as usize].as_bytes(), &filter, &mut keys);
+            assert_eq!(got, (ranks, keep), "{name}");
+        }
+    }
     use arrow::array::Float64Array;
     use proptest::prelude::*;
 
