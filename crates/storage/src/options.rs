@@ -27,7 +27,8 @@ pub struct EngineOptions {
     pub write_stall_bytes: usize,
     /// How long a stalled write waits before failing with `MemoryBudget`.
     pub write_stall_timeout: Duration,
-    /// Rows per Parquet row group.
+    /// Rows per Parquet row group: the unit a read for a few series decodes (row groups are
+    /// skipped by their key and time ranges).
     pub row_group_rows: usize,
     /// zstd level for data files.
     pub zstd_level: i32,
@@ -70,7 +71,7 @@ impl Default for EngineOptions {
             flush_threshold_bytes: 512 << 20,
             write_stall_bytes: 1 << 30,
             write_stall_timeout: Duration::from_secs(10),
-            row_group_rows: 256 * 1024,
+            row_group_rows: 16 * 1024,
             zstd_level: 3,
             compaction_trigger_files: 4,
             compaction_window_ns: 2 * HOUR_NS,

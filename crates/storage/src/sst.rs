@@ -228,9 +228,11 @@ pub fn read_sst(
     let file_schema = builder.schema().clone();
     let meta = builder.metadata().clone();
     let time_idx = file_schema.index_of(TIME_COLUMN)?;
+    let key_idx = file_schema.index_of(PRIMARY_KEY_COLUMN)?;
     let row_groups: Vec<usize> = (0..meta.num_row_groups())
-        .filter(
-            |&i| match (filter.time, meta.row_group(i).column(time_idx).statistics()) {
+        .filter(|&i| {
+            let rg = meta.row_group(i);
+            let time_ok = match (filter.time, rg.column(time_idx).statistics()) {
                 (Some((start, end)), Some(Statistics::Int64(s))) => {
                     match (s.min_opt(), s.max_opt()) {
                         (Some(&min), Some(&max)) => max >= start && min < end,
@@ -238,8 +240,18 @@ pub fn read_sst(
                     }
                 }
                 _ => true,
-            },
-        )
+            };
+            let keys_ok = match (&filter.keys, rg.column(key_idx).statistics()) {
+                (Some(want), Some(Statistics::ByteArray(s))) => {
+                    match (s.min_bytes_opt(), s.max_bytes_opt()) {
+                        (Some(min), Some(max)) => any_key_within(want, min, max),
+                        _ => true,
+                    }
+                }
+                _ => true,
+            };
+            time_ok && keys_ok
+        })
         .collect();
     // Decode only the key, time, seq and the fields asked for (not the tag columns, which
     // exist for other tools, nor other fields).
@@ -276,6 +288,13 @@ pub fn read_sst(
         keys: Arc::new(keys),
         batch,
     })
+}
+
+/// Whether a sorted key list holds a key in `[min, max]` (a row group's key statistics;
+/// truncated statistics are still bounds, so the test never drops a group that matches).
+fn any_key_within(want: &[Bytes], min: &[u8], max: &[u8]) -> bool {
+    let first = want.partition_point(|k| k.as_ref() < min);
+    want.get(first).is_some_and(|k| k.as_ref() <= max)
 }
 
 /// Ranks (into `keys`) and key-filter flags of rows whose keys are `value(ids[i])`. Rows are
@@ -374,6 +393,26 @@ fn convert_batch(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn row_group_key_ranges() {
+        let want: Vec<Bytes> = ["b", "d", "f"].iter().map(|k| Bytes::from(*k)).collect();
+        for (name, min, max, keep) in [
+            ("holds one", "c", "d", true),
+            ("exactly a key", "d", "d", true),
+            ("between keys", "bb", "cz", false),
+            ("before all", "a", "az", false),
+            ("after all", "g", "z", false),
+            ("spans all", "a", "z", true),
+        ] {
+            assert_eq!(
+                any_key_within(&want, min.as_bytes(), max.as_bytes()),
+                keep,
+                "{name}"
+            );
+        }
+        assert!(!any_key_within(&[], b"a", b"z"), "no keys wanted");
+    }
 
     #[test]
     fn key_walk_cases() {

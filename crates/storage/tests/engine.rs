@@ -549,3 +549,42 @@ fn walk(p: &std::path::Path) -> impl Iterator<Item = String> {
     }
     out.into_iter()
 }
+
+#[test]
+fn series_filters_skip_row_groups_without_losing_rows() {
+    let (io, _) = EngineIo::memory();
+    let opts = tempora_storage::EngineOptions {
+        row_group_rows: 4,
+        ..small_opts()
+    };
+    let e = Engine::open(opts, io).unwrap();
+    let rows: Vec<(String, i64, f64)> = (0..300)
+        .map(|i| (format!("h{:02}", i % 30), i * SEC, i as f64))
+        .collect();
+    let refs: Vec<(&str, i64, f64)> = rows.iter().map(|(h, t, v)| (h.as_str(), *t, *v)).collect();
+    write(&e, &refs);
+    e.flush().unwrap();
+    let all = read_all(&e);
+    for pick in [
+        vec!["h00"],
+        vec!["h07", "h29"],
+        vec!["h15", "h16", "h17"],
+        vec!["zz"],
+    ] {
+        let req = ScanRequest {
+            matcher: Matcher::In("host".into(), pick.iter().map(|s| s.to_string()).collect()),
+            time: Some((50 * SEC, 250 * SEC)),
+            ..ScanRequest::default()
+        };
+        let mut got = BTreeMap::new();
+        for b in e.scan("cpu", &req).unwrap() {
+            collect(&b, &mut got);
+        }
+        let want: BTreeMap<_, _> = all
+            .iter()
+            .filter(|((h, t), _)| pick.contains(&h.as_str()) && (50 * SEC..250 * SEC).contains(t))
+            .map(|(k, v)| (k.clone(), *v))
+            .collect();
+        assert_eq!(got, want, "{pick:?}");
+    }
+}
