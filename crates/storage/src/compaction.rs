@@ -173,14 +173,16 @@ fn purge(shared: &Shared, table: &Table, region: &Region, window_ns: i64) -> Res
         compact_group(shared, table, region, &dirty, window_ns)?;
         1
     };
-    let files = region.files.read().clone();
-    let metas: Vec<&crate::manifest::FileMeta> = files.iter().map(|f| &f.meta).collect();
-    // An empty memtable holds nothing written before any tombstone.
+    // Memtable state first, files second: a flush adds its file before it advances
+    // flushed_seq and releases its parts, so a flush seen finished here has its file in the
+    // list read below, and that file is checked like the others.
     let empty = region.active.lock().is_empty() && region.frozen.read().is_empty();
     let flushed = match empty {
         true => u64::MAX,
         false => region.flushed_seq.load(Ordering::SeqCst),
     };
+    let files = region.files.read().clone();
+    let metas: Vec<&crate::manifest::FileMeta> = files.iter().map(|f| &f.meta).collect();
     let seqs = tombstone::droppable(&tombs, &metas, flushed);
     if !seqs.is_empty() {
         shared.manifest.lock().commit(vec![Edit::DropTombstones {

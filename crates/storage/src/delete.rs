@@ -39,13 +39,13 @@ pub struct DeleteRequest<'a> {
 }
 
 impl Engine {
-    /// Deletes the matching rows of `table`; returns how many (series, time) rows it hid.
+    /// Deletes the matching rows of `table`; returns how many (series, time) rows it hid
+    /// (counted when it read them: a write racing the delete may be hidden uncounted).
     pub fn delete(&self, table: &str, req: &DeleteRequest) -> Result<u64> {
         let table = self.table(table)?;
         let names = table.field_names();
-        let seq = self.shared.next_seq().0;
         let (start, end) = req.time.unwrap_or((i64::MIN, i64::MAX));
-        let mut targets: Vec<(Arc<Region>, Tombstone)> = Vec::new();
+        let mut targets: Vec<(Arc<Region>, Option<Vec<Bytes>>)> = Vec::new();
         let mut deleted = 0;
         for region in table.all_regions() {
             if !overlaps(&self.shared, &region, req.time) {
@@ -56,43 +56,50 @@ impl Engine {
                 continue;
             }
             let (ids, keys) = chosen.unzip();
-            let tomb = Tombstone {
-                seq,
-                start,
-                end,
-                keys,
-            };
             let rs = RegionScan {
                 region: region.clone(),
                 ids,
                 snap: region.snapshot(&names),
             };
-            let run = scan_region(&self.shared, &rs, &[], Some((start, end)))?;
-            let hidden = run.seqs().iter().filter(|&&s| s < seq).count() as u64;
-            // No row to hide (a write racing the delete may land after it, as if later).
-            if hidden > 0 {
-                deleted += hidden;
-                targets.push((region, tomb));
+            let found = scan_region(&self.shared, &rs, &[], Some((start, end)))?.num_rows();
+            if found > 0 {
+                deleted += found as u64;
+                targets.push((region, keys));
             }
         }
         if targets.is_empty() {
             return Ok(0);
         }
-        let edits = targets
-            .iter()
-            .map(|(r, t)| Edit::AddTombstone {
-                region: r.key,
-                tombstone: t.clone(),
-            })
-            .collect();
-        self.shared.manifest.lock().commit(edits)?;
-        for (region, tomb) in targets {
-            {
+        // The sequence number is taken under the manifest lock, and the tombstones are
+        // installed before it is released: tombstones enter every region in sequence order,
+        // so a file's purged_seq (the newest tombstone applied to it) covers every tombstone
+        // at or below it, and no flush or compaction can have merged a row written after
+        // this delete with one it hides without applying it first.
+        {
+            let mut manifest = self.shared.manifest.lock();
+            let seq = self.shared.next_seq().0;
+            let tomb = |keys: &Option<Vec<Bytes>>| Tombstone {
+                seq,
+                start,
+                end,
+                keys: keys.clone(),
+            };
+            let edits = targets
+                .iter()
+                .map(|(r, keys)| Edit::AddTombstone {
+                    region: r.key,
+                    tombstone: tomb(keys),
+                })
+                .collect();
+            manifest.commit(edits)?;
+            for (region, keys) in &targets {
                 let mut live = region.tombstones.write();
                 let mut v = (**live).clone();
-                v.push(tomb);
+                v.push(tomb(keys));
                 *live = Arc::new(v);
             }
+        }
+        for (region, _) in &targets {
             // A cache fill running now read the data before the tombstone: wait for it,
             // then have the next read fill the cache again.
             let _fill = region.lvc_loading.lock();

@@ -98,6 +98,10 @@ pub struct ManifestState {
     pub next_table_id: u32,
     pub tables: BTreeMap<String, TableMeta>,
     pub regions: BTreeMap<String, RegionMeta>,
+    /// The newest sequence number a delete took: the engine's counter starts above it even
+    /// after the tombstone is compacted away.
+    #[serde(default)]
+    pub seq_floor: u64,
 }
 
 /// A change to the state; a commit applies a list of them atomically.
@@ -210,12 +214,13 @@ impl ManifestState {
                 self.regions.remove(&region.name());
             }
             Edit::AddTombstone { region, tombstone } => {
+                self.seq_floor = self.seq_floor.max(tombstone.seq);
                 self.region_mut(*region).tombstones.push(tombstone.clone());
             }
             Edit::DropTombstones { region, seqs } => {
-                self.region_mut(*region)
-                    .tombstones
-                    .retain(|t| !seqs.contains(&t.seq));
+                if let Some(r) = self.regions.get_mut(&region.name()) {
+                    r.tombstones.retain(|t| !seqs.contains(&t.seq));
+                }
             }
         }
     }

@@ -66,14 +66,20 @@ pub(crate) fn load_manifest_state(shared: &Shared) -> Result<()> {
         *region.tombstones.write() = Arc::new(r.tombstones.clone());
         max_seq = max_seq
             .max(r.flushed_seq)
-            .max(r.files.values().map(|f| f.max_seq).max().unwrap_or(0))
+            .max(
+                r.files
+                    .values()
+                    .map(|f| f.max_seq.max(f.purged_seq))
+                    .max()
+                    .unwrap_or(0),
+            )
             .max(r.tombstones.iter().map(|t| t.seq).max().unwrap_or(0));
         table
             .regions
             .write()
             .insert((r.key.partition, r.key.bucket), Arc::new(region));
     }
-    shared.observe_seq(SeqNo(max_seq));
+    shared.observe_seq(SeqNo(max_seq.max(state.seq_floor)));
     Ok(())
 }
 

@@ -172,3 +172,28 @@ fn the_series_filter_chooses_exactly_among_the_candidates() {
     want.retain(|(h, t), _| !(h != "a" && *t < 3 * SEC));
     assert_eq!(read_all(&e), want);
 }
+
+#[test]
+fn a_delete_after_restart_is_not_mistaken_for_one_already_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open_local(dir.path());
+    let mut want = seeded(&e);
+    // The delete is the newest thing that takes a sequence number; compaction applies it and
+    // drops its tombstone, so after the restart only the files remember it (purged_seq).
+    assert_eq!(delete(&e, Some((0, 3 * SEC)), Matcher::All), 6);
+    want.retain(|(_, t), _| *t >= 3 * SEC);
+    e.flush().unwrap();
+    e.compact().unwrap();
+    assert_eq!(e.storage_counts().0, 0);
+    e.close().unwrap();
+    let e = open_local(dir.path());
+    // A new delete must take a newer sequence number than the one the files were purged of.
+    assert_eq!(delete(&e, Some((3 * SEC, 5 * SEC)), Matcher::All), 6);
+    want.retain(|(_, t), _| *t >= 5 * SEC);
+    assert_eq!(read_all(&e), want, "the second delete");
+    e.compact().unwrap();
+    assert_eq!(read_all(&e), want, "after its compaction");
+    e.close().unwrap();
+    let e = open_local(dir.path());
+    assert_eq!(read_all(&e), want, "after another restart");
+}
