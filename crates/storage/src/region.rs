@@ -150,24 +150,37 @@ impl Region {
     }
 
     /// Appends resolved rows to the memtable and the last-value cache (worker only).
+    ///
+    /// A write that took its sequence number before a delete committed but lands after it
+    /// may hold rows the delete hides; the cache cannot tell, so it is refilled from the
+    /// data (which applies the tombstones) on its next read.
     pub fn apply<'a>(
         &self,
         rows: impl Iterator<Item = (SeriesId, i64, &'a [(u16, FieldValue)])>,
         seq: SeqNo,
         field_map: &[(usize, FieldType)],
     ) -> usize {
-        let mut active = self.active.lock();
-        let mut lvc = self.lvc.write();
-        let before = active.bytes();
-        for (sid, time, fields) in rows {
-            let mapped = fields.iter().map(|(i, v)| {
-                let (ord, ty) = field_map[*i as usize];
-                (ord, ty, v)
-            });
-            lvc.update(sid, time, mapped.clone());
-            active.push(sid, time, seq, mapped);
+        let added = {
+            let mut active = self.active.lock();
+            let mut lvc = self.lvc.write();
+            let before = active.bytes();
+            for (sid, time, fields) in rows {
+                let mapped = fields.iter().map(|(i, v)| {
+                    let (ord, ty) = field_map[*i as usize];
+                    (ord, ty, v)
+                });
+                lvc.update(sid, time, mapped.clone());
+                active.push(sid, time, seq, mapped);
+            }
+            active.bytes() - before
+        };
+        if self.tombstones.read().iter().any(|t| seq.0 < t.seq) {
+            // Lock order as in a cache fill: the fill lock, then the cache.
+            let _fill = self.lvc_loading.lock();
+            *self.lvc.write() = LastValues::default();
+            self.lvc_from_files.store(false, Ordering::SeqCst);
         }
-        active.bytes() - before
+        added
     }
 
     /// Freezes the active buffer (if not empty) into the frozen list.
@@ -310,6 +323,35 @@ mod tests {
             None,
             io,
         ))
+    }
+
+    /// A write older than a committed delete empties the last-value cache (its rows may be
+    /// hidden); a newer write only updates it.
+    #[test]
+    fn a_write_older_than_a_delete_has_the_cache_refilled() {
+        let r = region();
+        *r.tombstones.write() = Arc::new(vec![Tombstone {
+            seq: 10,
+            start: 0,
+            end: 100,
+            keys: None,
+        }]);
+        let fields = [(0u16, FieldValue::F64(1.0))];
+        let map = [(0usize, FieldType::F64)];
+        let row = |t: i64| std::iter::once((SeriesId(0), t, &fields[..]));
+        r.apply(row(20), SeqNo(11), &map);
+        assert_eq!(r.lvc.read().time(SeriesId(0)), Some(20));
+        assert!(
+            r.lvc_from_files.load(Ordering::SeqCst),
+            "a newer write keeps the cache"
+        );
+        r.apply(row(50), SeqNo(5), &map);
+        assert_eq!(r.lvc.read().time(SeriesId(0)), None, "emptied");
+        assert!(
+            !r.lvc_from_files.load(Ordering::SeqCst),
+            "refilled on the next read"
+        );
+        assert_eq!(r.active.lock().len(), 2, "both rows are in the memtable");
     }
 
     /// A reader must find a row in the active buffer or in `frozen` at every moment of a
