@@ -149,18 +149,22 @@ fn count_schema() -> SchemaRef {
     )]))
 }
 
+/// One nullable `Utf8` column per tag: what the tag predicate is evaluated over.
+fn tags_schema(tags: &[String]) -> Schema {
+    Schema::new(
+        tags.iter()
+            .map(|t| Field::new(t, DataType::Utf8, true))
+            .collect::<Vec<_>>(),
+    )
+}
+
 /// The conjunction of the tag filters over a batch of tag columns (unqualified names).
 fn tag_predicate(
     state: &dyn Session,
     tags: &[String],
     filters: &[Expr],
 ) -> DfResult<Arc<dyn PhysicalExpr>> {
-    let schema = Schema::new(
-        tags.iter()
-            .map(|t| Field::new(t, DataType::Utf8, true))
-            .collect::<Vec<_>>(),
-    );
-    let df_schema = DFSchema::try_from(schema)?;
+    let df_schema = DFSchema::try_from(tags_schema(tags))?;
     let all = filters
         .iter()
         .cloned()
@@ -177,6 +181,7 @@ fn tag_predicate(
     state.create_physical_expr(unqualified, &df_schema)
 }
 
+#[derive(Clone)]
 struct DeleteRun {
     engine: Arc<Engine>,
     table: String,
@@ -221,14 +226,8 @@ impl DeleteRun {
                 Arc::new(StringArray::from_iter(values)) as ArrayRef
             })
             .collect();
-        let schema = Schema::new(
-            self.tags
-                .iter()
-                .map(|t| Field::new(t, DataType::Utf8, true))
-                .collect::<Vec<_>>(),
-        );
         let batch = RecordBatch::try_new_with_options(
-            Arc::new(schema),
+            Arc::new(tags_schema(&self.tags)),
             cols,
             &arrow::array::RecordBatchOptions::new().with_row_count(Some(keys.len())),
         )?;
@@ -276,13 +275,8 @@ impl LazyBatchGenerator for DeleteRun {
 
     fn reset_state(&self) -> Arc<RwLock<dyn LazyBatchGenerator>> {
         Arc::new(RwLock::new(DeleteRun {
-            engine: self.engine.clone(),
-            table: self.table.clone(),
-            tags: self.tags.clone(),
-            time: self.time,
-            matcher: self.matcher.clone(),
-            predicate: self.predicate.clone(),
             done: false,
+            ..self.clone()
         }))
     }
 }

@@ -10,7 +10,6 @@
 //! The last-value cache of each touched region is rebuilt from the data on its next read.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 use roaring::RoaringBitmap;
@@ -19,7 +18,6 @@ use tempora_model::SeriesId;
 
 use crate::engine::Engine;
 use crate::error::Result;
-use crate::lvc::LastValues;
 use crate::manifest::Edit;
 use crate::region::Region;
 use crate::scan::{RegionScan, overlaps, scan_region, select};
@@ -100,11 +98,7 @@ impl Engine {
             }
         }
         for (region, _) in &targets {
-            // A cache fill running now read the data before the tombstone: wait for it,
-            // then have the next read fill the cache again.
-            let _fill = region.lvc_loading.lock();
-            *region.lvc.write() = LastValues::default();
-            region.lvc_from_files.store(false, Ordering::SeqCst);
+            region.refill_lvc_later();
         }
         tracing::info!(table = %table.name, rows = deleted, "delete committed");
         Ok(deleted)

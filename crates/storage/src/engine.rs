@@ -355,8 +355,7 @@ impl Engine {
         for t in shared.all_tables() {
             for r in t.all_regions() {
                 if !r.tombstones.read().is_empty() {
-                    *r.lvc.write() = crate::lvc::LastValues::default();
-                    r.lvc_from_files.store(false, Ordering::SeqCst);
+                    r.refill_lvc_later();
                 }
             }
         }

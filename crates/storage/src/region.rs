@@ -175,12 +175,18 @@ impl Region {
             active.bytes() - before
         };
         if self.tombstones.read().iter().any(|t| seq.0 < t.seq) {
-            // Lock order as in a cache fill: the fill lock, then the cache.
-            let _fill = self.lvc_loading.lock();
-            *self.lvc.write() = LastValues::default();
-            self.lvc_from_files.store(false, Ordering::SeqCst);
+            self.refill_lvc_later();
         }
         added
+    }
+
+    /// Empties the last-value cache so that its next read fills it from the data (deletes
+    /// applied). Waits for a fill already running, which may predate a delete (lock order as
+    /// in a fill: the fill lock, then the cache).
+    pub fn refill_lvc_later(&self) {
+        let _fill = self.lvc_loading.lock();
+        *self.lvc.write() = LastValues::default();
+        self.lvc_from_files.store(false, Ordering::SeqCst);
     }
 
     /// Freezes the active buffer (if not empty) into the frozen list.

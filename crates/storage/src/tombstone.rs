@@ -39,9 +39,10 @@ pub struct Tombstone {
 }
 
 impl Tombstone {
-    /// Whether a row of series `key` at `time`, written at `seq`, is deleted.
-    pub fn hides(&self, key: &[u8], time: i64, seq: u64) -> bool {
-        seq < self.seq && self.start <= time && time < self.end && self.has_key(key)
+    /// Whether a row at `time`, written at `seq`, of a series the tombstone names
+    /// ([`Tombstone::has_key`]) is deleted.
+    pub fn hides_row(&self, time: i64, seq: u64) -> bool {
+        seq < self.seq && self.start <= time && time < self.end
     }
 
     /// Whether the tombstone names the series.
@@ -82,7 +83,7 @@ pub fn apply_to_run(run: SortedRun, tombs: &[&Tombstone]) -> Result<SortedRun> {
         .map(|i| {
             let hidden = per_key[ranks[i] as usize]
                 .iter()
-                .any(|t| seqs[i] < t.seq && t.start <= times[i] && times[i] < t.end);
+                .any(|t| t.hides_row(times[i], seqs[i]));
             Some(!hidden)
         })
         .collect();
@@ -117,9 +118,7 @@ pub fn apply_to_part(
                 let key = key_of(ids[i]);
                 tombs.iter().filter(|t| t.has_key(&key)).collect()
             });
-            let hidden = named
-                .iter()
-                .any(|t| seqs[i] < t.seq && t.start <= times[i] && times[i] < t.end);
+            let hidden = named.iter().any(|t| t.hides_row(times[i], seqs[i]));
             Some(!hidden)
         })
         .collect();
