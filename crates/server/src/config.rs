@@ -31,6 +31,10 @@ pub struct Config {
     pub wal_sync: String,
     /// Region worker threads (0 = one per core).
     pub workers: usize,
+    /// Memory for loaded series indexes of cold regions (bytes; the series cache).
+    pub series_cache_bytes: usize,
+    /// Memory for recently read data files and their footers (bytes; 0 = no cache).
+    pub file_cache_bytes: usize,
     /// Memory all queries may hold together (bytes).
     pub query_memory_bytes: usize,
     /// Memory one query may hold (bytes); clients may ask for less.
@@ -57,6 +61,8 @@ impl Default for Config {
             ingest_queue_batches: 1024,
             wal_sync: "sync".into(),
             workers: 0,
+            series_cache_bytes: 1 << 30,
+            file_cache_bytes: 256 << 20,
             query_memory_bytes: 2 << 30,
             query_memory_limit_bytes: 1 << 30,
             query_timeout_secs: 300,
@@ -136,6 +142,8 @@ impl Config {
             "ingest_queue_batches" => self.ingest_queue_batches = num(value)?,
             "wal_sync" => self.wal_sync = value.into(),
             "workers" => self.workers = num(value)?,
+            "series_cache_bytes" => self.series_cache_bytes = num(value)?,
+            "file_cache_bytes" => self.file_cache_bytes = num(value)?,
             "query_memory_bytes" => self.query_memory_bytes = num(value)?,
             "query_memory_limit_bytes" => self.query_memory_limit_bytes = num(value)?,
             "query_timeout_secs" => self.query_timeout_secs = num(value)? as u64,

@@ -138,6 +138,8 @@ pub(crate) struct Shared {
     /// Held while a compaction runs, so two never touch the same files.
     pub compaction_lock: Mutex<()>,
     pub index_cache: Arc<crate::index_cache::IndexCache>,
+    /// Data files recently read by queries (compaction reads around it).
+    pub sst_cache: crate::sst_cache::SstCache,
 }
 
 /// Interval assumed for a source never measured (1 s).
@@ -333,6 +335,7 @@ impl Engine {
             );
         }
         let opts_cache_bytes = opts.index_cache_bytes;
+        let sst_cache = crate::sst_cache::SstCache::new(opts.sst_cache_bytes);
         let shared = Arc::new(Shared {
             worker_bytes: (0..opts.workers).map(|_| AtomicUsize::new(0)).collect(),
             balancer: Mutex::new(FrequencyBalancer::new(opts.workers)),
@@ -347,6 +350,7 @@ impl Engine {
             metrics: Metrics::default(),
             compaction_lock: Mutex::new(()),
             index_cache: crate::index_cache::IndexCache::new(opts_cache_bytes),
+            sst_cache,
         });
         crate::replay::load_manifest_state(&shared)?;
         let (wals, replayed) = crate::replay::replay_wals(&shared, io.wals.as_ref())?;

@@ -36,6 +36,7 @@ mod retention;
 pub mod run;
 mod scan;
 pub mod sst;
+pub mod sst_cache;
 pub mod store;
 mod table;
 pub mod tombstone;

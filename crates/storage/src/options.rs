@@ -53,6 +53,9 @@ pub struct EngineOptions {
     /// Memory for loaded region indexes; clean indexes of cold regions past it are evicted
     /// and reloaded from their files on demand (the series cache).
     pub index_cache_bytes: usize,
+    /// Memory for recently read data files and their decoded footers (the data-file cache,
+    /// [`crate::sst_cache`]); 0 reads every file from storage each time.
+    pub sst_cache_bytes: usize,
 }
 
 pub const HOUR_NS: i64 = 3_600_000_000_000;
@@ -83,6 +86,7 @@ impl Default for EngineOptions {
             replay_threads: 2,
             maintenance_interval: Duration::from_secs(60),
             index_cache_bytes: 1 << 30,
+            sst_cache_bytes: 256 << 20,
         }
     }
 }

@@ -383,12 +383,8 @@ pub(crate) fn scan_region(
     };
     let filter = SstFilter { time, keys };
     for f in &rs.snap.files {
-        let run = read_sst(
-            &f.meta.path,
-            shared.store.get(&f.meta.path)?,
-            fields,
-            &filter,
-        )?;
+        let file = shared.sst_cache.get(&shared.store, &f.meta.path)?;
+        let run = read_sst(&f.meta.path, &file, fields, &filter)?;
         let tombs = tombstone::for_file(&rs.snap.tombstones, &f.meta);
         runs.push(tombstone::apply_to_run(run, &tombs)?);
     }

@@ -26,6 +26,7 @@ use tempora_model::{FieldType, PRIMARY_KEY_COLUMN, SEQ_COLUMN, TIME_COLUMN};
 
 use crate::error::{Result, StorageError};
 use crate::run::{SortedRun, run_schema};
+use crate::sst_cache::CachedSst;
 
 /// What a writer needs to know beyond the rows.
 pub struct SstWriteOptions {
@@ -200,7 +201,7 @@ pub fn read_files<'a>(
 ) -> Result<Vec<SortedRun>> {
     paths
         .into_iter()
-        .map(|p| read_sst(p, store.get(p)?, fields, filter))
+        .map(|p| read_sst(p, &CachedSst::decode(p, store.get(p)?)?, fields, filter))
         .collect()
 }
 
@@ -216,7 +217,7 @@ pub struct SstFilter {
 /// Reads a data file back into a run over `fields` (fields the file lacks are null).
 pub fn read_sst(
     path: &str,
-    data: Bytes,
+    file: &CachedSst,
     fields: &[(String, FieldType)],
     filter: &SstFilter,
 ) -> Result<SortedRun> {
@@ -224,7 +225,8 @@ pub fn read_sst(
         path: path.to_string(),
         source: e,
     };
-    let builder = ParquetRecordBatchReaderBuilder::try_new(data).map_err(perr)?;
+    let builder =
+        ParquetRecordBatchReaderBuilder::new_with_metadata(file.data.clone(), file.meta.clone());
     let file_schema = builder.schema().clone();
     let meta = builder.metadata().clone();
     let time_idx = file_schema.index_of(TIME_COLUMN)?;
