@@ -16,6 +16,12 @@
 //! newest point is after it). Anything else (a filter on a field, an upper time bound, an
 //! aggregate, a join) keeps the plan on the data.
 //!
+//! A `DISTINCT ON` whose keys are tag columns passed through unchanged, under filters that
+//! read only those keys or bound time from below, needs no aggregation at all: the scan keeps
+//! the newest cached row of each key (a filter like that keeps or drops a whole key, so it
+//! commutes with keeping the newest row), and the `DISTINCT ON` becomes a sort and a
+//! projection over one row per key.
+//!
 //! `last(v)` grouped by every tag is not rewritten: it takes each field's newest non-NULL
 //! value, which the cache's newest row does not hold when that row lacks the field.
 
@@ -26,7 +32,9 @@ use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::datasource::{provider_as_source, source_as_provider};
 use datafusion::error::Result;
 use datafusion::logical_expr::utils::split_conjunction;
-use datafusion::logical_expr::{BinaryExpr, Distinct, Expr, LogicalPlan, Operator, SortExpr};
+use datafusion::logical_expr::{
+    BinaryExpr, Distinct, DistinctOn, Expr, LogicalPlan, Operator, Projection, Sort, SortExpr,
+};
 use datafusion::optimizer::AnalyzerRule;
 use tempora_model::TIME_COLUMN;
 
@@ -49,7 +57,25 @@ impl AnalyzerRule for LatestValueRule {
             if !eligible(input) {
                 return Ok(Transformed::no(node));
             }
-            let node = node.transform_up(to_cache)?.data;
+            if let LogicalPlan::Distinct(Distinct::On(d)) = &node
+                && let Some(keys) = newest_per(d)
+            {
+                let input = Arc::unwrap_or_clone(d.input.clone())
+                    .transform_up(|n| to_cache(n, Some(&keys)))?
+                    .data;
+                let sort = LogicalPlan::Sort(Sort {
+                    expr: d.sort_expr.clone().unwrap_or_default(),
+                    input: Arc::new(input),
+                    fetch: None,
+                });
+                let projected = Projection::try_new(d.select_expr.clone(), Arc::new(sort))?;
+                return Ok(Transformed::new(
+                    LogicalPlan::Projection(projected),
+                    true,
+                    TreeNodeRecursion::Jump,
+                ));
+            }
+            let node = node.transform_up(|n| to_cache(n, None))?.data;
             Ok(Transformed::new(node, true, TreeNodeRecursion::Jump))
         })
         .map(|t| t.data)
@@ -168,8 +194,60 @@ fn time_lower_bound(e: &Expr) -> bool {
     }
 }
 
-/// Points a Tempora table scan at the last-value cache.
-fn to_cache(n: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
+/// The tag columns a `DISTINCT ON` keeps one row per, when its scan may keep only the newest
+/// row of each: every ON expression is a tag column that reaches the node unchanged, and
+/// every filter on the way reads only those columns or bounds time from below, and the ORDER
+/// BY ends at `time DESC`. (The shape was already checked by [`eligible`].)
+fn newest_per(d: &DistinctOn) -> Option<Vec<String>> {
+    // Sorted by the keys, then time descending, and nothing after: a later sort key would
+    // decide between rows of one key that have the same time, which the scan does not.
+    if d.sort_expr.as_ref()?.len() != d.on_expr.len() + 1 {
+        return None;
+    }
+    let keys: Vec<String> = d
+        .on_expr
+        .iter()
+        .map(|e| match e {
+            Expr::Column(c) => Some(c.name.clone()),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    let by_keys =
+        |e: &Expr| time_lower_bound(e) || e.column_refs().iter().all(|c| keys.contains(&c.name));
+    let mut plan = d.input.as_ref();
+    loop {
+        plan = match plan {
+            LogicalPlan::Projection(p) => {
+                let passed = |k: &String| {
+                    p.expr
+                        .iter()
+                        .any(|e| matches!(e, Expr::Column(c) if &c.name == k))
+                };
+                if !keys.iter().all(passed) {
+                    return None;
+                }
+                p.input.as_ref()
+            }
+            LogicalPlan::SubqueryAlias(a) => a.input.as_ref(),
+            LogicalPlan::Filter(f) => {
+                if !split_conjunction(&f.predicate).into_iter().all(by_keys) {
+                    return None;
+                }
+                f.input.as_ref()
+            }
+            LogicalPlan::TableScan(s) => {
+                let tags = scan_tags(plan)?;
+                let ok = s.filters.iter().all(by_keys) && keys.iter().all(|k| tags.contains(k));
+                return ok.then_some(keys);
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// Points a Tempora table scan at the last-value cache; with `newest_per`, the scan keeps
+/// only the newest row of each value of those tag columns.
+fn to_cache(n: LogicalPlan, newest_per: Option<&[String]>) -> Result<Transformed<LogicalPlan>> {
     let LogicalPlan::TableScan(mut s) = n else {
         return Ok(Transformed::no(n));
     };
@@ -180,6 +258,6 @@ fn to_cache(n: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
     if t.is_latest() {
         return Ok(Transformed::no(LogicalPlan::TableScan(s)));
     }
-    s.source = provider_as_source(Arc::new(t.latest_variant()));
+    s.source = provider_as_source(Arc::new(t.latest_variant(newest_per)));
     Ok(Transformed::yes(LogicalPlan::TableScan(s)))
 }

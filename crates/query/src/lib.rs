@@ -20,6 +20,7 @@ pub mod fill;
 pub mod functions;
 pub mod insert;
 pub mod latest_on;
+pub mod latest_rows;
 pub mod latest_rule;
 pub mod limits;
 pub mod pushdown;

@@ -29,6 +29,8 @@ pub struct TemporaTable {
     tags: Vec<String>,
     /// Answer from the last-value cache instead of the regions.
     latest: bool,
+    /// With `latest`: keep only the newest cached row per value of these tag columns.
+    newest_per: Option<Vec<String>>,
 }
 
 impl std::fmt::Debug for TemporaTable {
@@ -49,6 +51,7 @@ impl TemporaTable {
             schema: tempora_storage::output_schema(&tags, &fields),
             tags,
             latest: false,
+            newest_per: None,
         }
     }
 
@@ -59,10 +62,12 @@ impl TemporaTable {
 
 impl TemporaTable {
     /// The same table answered from the last-value cache: each selected series' newest
-    /// row. Only for plans where that gives the same result (see `latest_rule`).
-    pub fn latest_variant(&self) -> Self {
+    /// row, or with `newest_per` the newest row per value of those tags. Only for plans where
+    /// that gives the same result (see `latest_rule`).
+    pub fn latest_variant(&self, newest_per: Option<&[String]>) -> Self {
         Self {
             latest: true,
+            newest_per: newest_per.map(<[String]>::to_vec),
             ..self.clone()
         }
     }
@@ -166,6 +171,10 @@ impl TableProvider for TemporaTable {
         // The cache answers with every tag: keep the read schema's columns.
         let source = match source {
             ScanSource::Latest(b) => {
+                let b = match &self.newest_per {
+                    Some(keys) => crate::latest_rows::newest_per_key(&b, keys)?,
+                    None => b,
+                };
                 let idx = read_schema
                     .fields()
                     .iter()

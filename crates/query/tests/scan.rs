@@ -228,4 +228,29 @@ async fn latest_value_queries_read_the_cache_with_the_result_of_the_data() {
 | h1   | r1     | 7 | 8 |
 +------+--------+---+---+";
     assert_eq!(got, want);
+
+    // A second series for h2/r1 (another dc), newer than every other series of h2.
+    exec(
+        &q,
+        "INSERT INTO cpu (time, host, region, dc, v) VALUES ('2024-01-03T07:00:00Z', 'h2', 'r1', 'd9', 5)",
+    )
+    .await;
+    // Keyed by a tag that several series share: the scan keeps the newest row per host and
+    // nothing is aggregated. A filter on a tag outside the keys (region) must be applied
+    // before the newest row is chosen, so that shape aggregates the cached rows instead: were
+    // the newest row per host chosen first, h2's would be the r1 row, which the filter drops.
+    let newest_per_host = "SELECT DISTINCT ON (host) host, region, dc, time, v FROM cpu \
+         WHERE host IN ('h0', 'h1', 'h2') ORDER BY host, time DESC";
+    let filtered_off_key = "SELECT DISTINCT ON (host) host, region, time, v FROM cpu \
+         WHERE region = 'r2' AND host IN ('h0', 'h2') ORDER BY host, time DESC";
+    for (sql, aggregates, rows) in [(newest_per_host, false, 3), (filtered_off_key, true, 2)] {
+        let plan = explain(&q, sql).await;
+        assert!(plan.contains("last_value_cache=true"), "{sql}\n{plan}");
+        assert_eq!(plan.contains("AggregateExec"), aggregates, "{sql}\n{plan}");
+        let (a, b) = (table(&q, sql).await, table(&plain, sql).await);
+        assert_eq!(a, b, "{sql}");
+        assert_eq!(a.lines().count(), rows + 4, "{sql}\n{a}");
+    }
+    let got = table(&q, newest_per_host).await;
+    assert!(got.contains("| h2   | r1     | d9 |"), "{got}");
 }
