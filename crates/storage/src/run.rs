@@ -54,17 +54,18 @@ impl SortedRun {
     /// For each tag, its value for every key of the run (null where a key lacks the tag);
     /// each key is decoded once. Index the arrays with [`SortedRun::ranks`].
     pub fn tag_values(&self, tags: &[String]) -> Result<Vec<arrow::array::StringArray>> {
-        let decoded: Vec<std::collections::HashMap<String, String>> = self
+        // A key holds a handful of tags: a linear search beats building a map per key.
+        let decoded: Vec<Vec<(String, String)>> = self
             .keys
             .iter()
-            .map(|k| tempora_model::decode_series_key(k).map(|t| t.into_iter().collect()))
+            .map(|k| tempora_model::decode_series_key(k))
             .collect::<std::result::Result<_, _>>()?;
         Ok(tags
             .iter()
             .map(|tag| {
                 decoded
                     .iter()
-                    .map(|m| m.get(tag).map(String::as_str))
+                    .map(|kv| kv.iter().find(|(k, _)| k == tag).map(|(_, v)| v.as_str()))
                     .collect()
             })
             .collect())
