@@ -804,19 +804,40 @@ def run_query_type(client: Client, args, qt: str) -> dict:
     return rec
 
 
-def print_table(records: list[dict], out=sys.stdout, pick: str = "last"):
-    systems = []
-    for r in records:
-        if r["system"] not in systems:
-            systems.append(r["system"])
+def pick_records(records: list[dict], pick: str = "last") -> dict:
+    """One record per (system, query type), keyed so. pick="last": the last record of each pair;
+    "quietest": the one taken while other processes used the least CPU (one without an error
+    wins over one with an error). bench/report.py uses this too."""
     latest: dict = {}
-    for r in records:  # pick="last": the last record of each pair; "quietest": least other CPU
+    for r in records:
         k = (r["system"], r["query_type"])
         if pick == "quietest" and k in latest and "error" not in latest[k]:
             old, new = latest[k].get("cpu_other_pct", 1e9), r.get("cpu_other_pct", 1e9)
             if "error" in r or new >= old:
                 continue
         latest[k] = r
+    return latest
+
+
+def different_rows(picked: dict) -> list[str]:
+    """Query types whose systems disagree on the rows (result digests differ) or failed, as
+    messages; empty when all agree. `picked` is pick_records' result."""
+    problems = []
+    for qt in QUERY_TYPES:
+        recs = {s: r for (s, q), r in picked.items() if q == qt}
+        problems += [f"{qt}: {s} failed: {r['error']}" for s, r in recs.items() if "error" in r]
+        digests = {s: r["digest"] for s, r in recs.items() if "error" not in r}
+        if len(set(digests.values())) > 1:
+            problems.append(f"{qt}: different rows: {digests}")
+    return problems
+
+
+def print_table(records: list[dict], out=sys.stdout, pick: str = "last"):
+    systems = []
+    for r in records:
+        if r["system"] not in systems:
+            systems.append(r["system"])
+    latest = pick_records(records, pick)
     qts = [q for q in QUERY_TYPES if any((s, q) in latest for s in systems)]
 
     def cell(r, key):
@@ -897,12 +918,21 @@ def main(argv=None):
     ap.add_argument("--pick", choices=["last", "quietest"], default="last",
                     help="with --table-from, several records of one (system, query type): the last, "
                          "or the one taken while other processes used the least CPU")
+    ap.add_argument("--check-same-rows", action="store_true",
+                    help="with --table-from: exit 1 unless every system returned the same rows "
+                         "(result digest) for each query type, and none failed")
     ap.add_argument("--print-sql", action="store_true", help="print the first query of each type and exit")
     args = ap.parse_args(argv)
 
     if args.table_from:
         with open(args.table_from) as f:
-            print_table([json.loads(line) for line in f if line.strip()], pick=args.pick)
+            records = [json.loads(line) for line in f if line.strip()]
+        print_table(records, pick=args.pick)
+        if args.check_same_rows:
+            problems = different_rows(pick_records(records, args.pick))
+            for p in problems:
+                print(f"MISMATCH {p}", file=sys.stderr)
+            return 1 if problems else 0
         return 0
     if not args.system:
         ap.error("--system is required")
