@@ -1,0 +1,39 @@
+//! The benchmark suite's quick mode (`bench/quick.sh`) end to end, so the suite cannot rot:
+//! generated TSBS data loaded by `tempora bench load` into the real server, every query type
+//! run over PostgreSQL and HTTP and on DuckDB with the same rows everywhere, and the report
+//! written with its charts.
+
+mod common;
+
+use common::free_port;
+
+#[test]
+fn the_quick_benchmark_runs_and_every_system_returns_the_same_rows() {
+    let work = tempfile::tempdir().unwrap();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/quick.sh");
+    let out = std::process::Command::new(script)
+        .arg(work.path())
+        .env("TEMPORA_BIN", env!("CARGO_BIN_EXE_tempora"))
+        .env("BENCH_HTTP_PORT", free_port().to_string())
+        .env("BENCH_PG_PORT", free_port().to_string())
+        .output()
+        .expect("bash runs bench/quick.sh");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    // Tempora over both protocols and DuckDB, each query type once per system.
+    let results = std::fs::read_to_string(work.path().join("results.jsonl")).unwrap();
+    for system in ["tempora", "tempora-http", "duckdb"] {
+        let n = results
+            .lines()
+            .filter(|l| l.contains(&format!("\"system\": \"{system}\"")))
+            .count();
+        assert_eq!(n, 6, "{system}: {results}");
+    }
+    let report = std::fs::read_to_string(work.path().join("report/report.md")).unwrap();
+    assert!(report.contains("query_latency.png"), "{report}");
+    let png = std::fs::read(work.path().join("report/query_latency.png")).unwrap();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG chart");
+}
