@@ -15,8 +15,8 @@ command -v java >/dev/null || need_apt+=(openjdk-17-jdk-headless)
 if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
 fi
-if ! python3 -c "import pyarrow, duckdb, psycopg, influxdb_client, matplotlib" 2>/dev/null; then
-  pkgs=(pyarrow duckdb "psycopg[binary]" influxdb-client matplotlib)
+if ! python3 -c "import pyarrow, duckdb, pytz, psycopg, influxdb_client, matplotlib" 2>/dev/null; then
+  pkgs=(pyarrow duckdb pytz "psycopg[binary]" influxdb-client matplotlib)
   python3 -m pip install -q "${pkgs[@]}" 2>/dev/null \
     || python3 -m pip install -q --break-system-packages "${pkgs[@]}"
 fi
