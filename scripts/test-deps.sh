@@ -11,6 +11,7 @@ python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
 command -v psql >/dev/null || need_apt+=(postgresql-client)
 command -v curl >/dev/null || need_apt+=(curl)
 command -v gzip >/dev/null || need_apt+=(gzip)
+[ -x /usr/bin/time ] || need_apt+=(time)   # bench/peers/setup.sh times its loads
 command -v java >/dev/null || need_apt+=(openjdk-17-jdk-headless)
 if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
