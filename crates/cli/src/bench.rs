@@ -3,14 +3,17 @@
 use std::io::{BufRead, BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
 
-use tempora_bench::load::{LoadOptions, load};
+use tempora_bench::devops::Devops;
+use tempora_bench::iot::Iot;
+use tempora_bench::load::{LoadOptions, LoadReport, load};
 use tempora_bench::tsbs::{CpuOnly, Format, Scale, TSBS_START_NS};
+use tempora_bench::walk::{UseCase, write_all};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
 #[derive(clap::Subcommand)]
 pub enum BenchCmd {
-    /// Generates deterministic TSBS cpu-only data (streams; any scale).
+    /// Generates deterministic TSBS data: cpu-only, devops or iot (streams; any scale).
     Gen(GenArgs),
     /// Loads line protocol over HTTP with concurrent workers; prints rows/s.
     Load(LoadArgs),
@@ -18,8 +21,11 @@ pub enum BenchCmd {
 
 #[derive(clap::Args)]
 pub struct GenArgs {
-    #[arg(long, default_value = "cpu-only", value_parser = ["cpu-only"])]
+    /// cpu-only: one `cpu` row per host and step; devops: nine measurements per host and
+    /// step; iot: `readings` and `diagnostics` per truck and step, with missing and late points.
+    #[arg(long, default_value = "cpu-only", value_parser = ["cpu-only", "devops", "iot"])]
     use_case: String,
+    /// Hosts (trucks for iot).
     #[arg(long, default_value_t = 100)]
     hosts: usize,
     /// Seconds between points of a host.
@@ -35,7 +41,8 @@ pub struct GenArgs {
     seed: u64,
     #[arg(long, default_value = "lp", value_parser = ["lp", "csv"])]
     format: String,
-    /// Output file (default: standard output).
+    /// Output file (default: standard output). For CSV of devops or iot, whose measurements
+    /// have different columns: a directory, which gets one MEASUREMENT.csv per measurement.
     #[arg(long)]
     out: Option<PathBuf>,
 }
@@ -54,6 +61,15 @@ pub struct LoadArgs {
     batch: usize,
     #[arg(long)]
     gzip: bool,
+    /// Appends the run as one JSON line (kind "ingest", bench/report.py's schema) to this file.
+    #[arg(long)]
+    json_out: Option<PathBuf>,
+    /// The system loaded, for --json-out.
+    #[arg(long, default_value = "tempora")]
+    system: String,
+    /// What was loaded, for --json-out (e.g. "cpu-only 100 hosts x 1 d").
+    #[arg(long, default_value = "")]
+    dataset: String,
 }
 
 pub fn run(cmd: BenchCmd) -> Res<()> {
@@ -79,15 +95,47 @@ fn gen_cmd(a: GenArgs) -> Res<()> {
     } else {
         Format::LineProtocol
     };
-    let out: Box<dyn Write> = match &a.out {
-        Some(p) => Box::new(std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?),
-        None => Box::new(std::io::stdout().lock()),
+    let rows = match a.use_case.as_str() {
+        "cpu-only" => {
+            let mut out = BufWriter::with_capacity(1 << 20, open_out(a.out.as_ref())?);
+            let rows = CpuOnly::new(scale).write_all(format, &mut out)?;
+            out.flush()?;
+            rows
+        }
+        "devops" => write_use_case(Devops::new(scale), format, a.out.as_ref())?,
+        _ => write_use_case(Iot::new(scale), format, a.out.as_ref())?,
     };
-    let mut out = BufWriter::with_capacity(1 << 20, out);
-    let rows = CpuOnly::new(scale).write_all(format, &mut out)?;
-    out.flush()?;
     eprintln!("generated {rows} rows ({})", a.use_case);
     Ok(())
+}
+
+fn open_out(path: Option<&PathBuf>) -> Res<Box<dyn Write>> {
+    Ok(match path {
+        Some(p) => Box::new(std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?),
+        None => Box::new(std::io::stdout().lock()),
+    })
+}
+
+/// Line protocol to one output; CSV to one file per measurement in the directory `out`.
+fn write_use_case(mut uc: impl UseCase, format: Format, out: Option<&PathBuf>) -> Res<u64> {
+    let mut outs: Vec<Box<dyn Write>> = if format == Format::Csv {
+        let dir = out.ok_or("CSV of a use case with several measurements needs --out DIR")?;
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let mut v: Vec<Box<dyn Write>> = Vec::new();
+        for m in uc.measurements() {
+            let p = dir.join(format!("{}.csv", m.name));
+            let f = std::fs::File::create(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            v.push(Box::new(BufWriter::with_capacity(1 << 20, f)));
+        }
+        v
+    } else {
+        vec![Box::new(BufWriter::with_capacity(1 << 20, open_out(out)?))]
+    };
+    let rows = write_all(&mut uc, format, &mut outs)?;
+    for o in &mut outs {
+        o.flush()?;
+    }
+    Ok(rows)
 }
 
 fn load_cmd(a: LoadArgs) -> Res<()> {
@@ -106,10 +154,19 @@ fn load_cmd(a: LoadArgs) -> Res<()> {
         max_retries: 100,
     };
     let live = std::io::stderr().is_terminal();
+    // Throughput of each interval between ticks: (seconds since the start, rows/s).
+    let samples = std::sync::Mutex::new((0u64, 0f64, Vec::<(f64, f64)>::new()));
     let r = load(input, &opts, |p, t| {
         let rows = p.rows.load(std::sync::atomic::Ordering::Relaxed);
         let values = p.values.load(std::sync::atomic::Ordering::Relaxed);
         let secs = t.as_secs_f64().max(1e-9);
+        {
+            let mut s = samples.lock().unwrap_or_else(|e| e.into_inner());
+            let (prev_rows, prev_t) = (s.0, s.1);
+            let rate = (rows - prev_rows) as f64 / (secs - prev_t).max(1e-9);
+            s.2.push((secs, rate));
+            (s.0, s.1) = (rows, secs);
+        }
         let msg = format!(
             "{:>6.1} s  {rows} rows  {:.0} rows/s  {:.0} values/s",
             secs,
@@ -140,8 +197,42 @@ fn load_cmd(a: LoadArgs) -> Res<()> {
     for f in &r.failures {
         println!("  failed: {f}");
     }
+    if let Some(path) = &a.json_out {
+        let samples = samples.into_inner().unwrap_or_else(|e| e.into_inner()).2;
+        let line = ingest_record(&a, &r, &samples);
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        writeln!(f, "{line}").map_err(|e| format!("{}: {e}", path.display()))?;
+    }
     if r.failed_rows > 0 {
         return Err(format!("{} rows were not loaded", r.failed_rows).into());
     }
     Ok(())
+}
+
+/// One `ingest` result line, in the schema of bench/report.py's docstring.
+fn ingest_record(a: &LoadArgs, r: &LoadReport, samples: &[(f64, f64)]) -> serde_json::Value {
+    let samples: Vec<serde_json::Value> = samples
+        .iter()
+        .map(|(t, rate)| serde_json::json!({"t_s": t, "rows_per_s": rate}))
+        .collect();
+    serde_json::json!({
+        "kind": "ingest",
+        "system": a.system,
+        "dataset": a.dataset,
+        "rows": r.rows,
+        "values": r.values,
+        "seconds": r.seconds,
+        "rows_per_s": r.rows_per_sec(),
+        "values_per_s": r.values_per_sec(),
+        "workers": a.workers,
+        "batch": a.batch,
+        "gzip": a.gzip,
+        "failed_rows": r.failed_rows,
+        "retries": r.retries,
+        "samples": samples,
+    })
 }

@@ -327,3 +327,87 @@ fn bench_gen_output_loads_with_bench_load() {
     );
     s.stop();
 }
+
+/// devops and iot data from `bench gen` load whole into the real server, and `bench load
+/// --json-out` appends one ingest record per run in bench/report.py's schema.
+#[test]
+fn devops_and_iot_data_load_and_the_loader_writes_ingest_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    let bin = env!("CARGO_BIN_EXE_tempora");
+    let results = dir.path().join("results.jsonl");
+    for (use_case, db) in [("devops", "devops"), ("iot", "iot")] {
+        let data = dir.path().join(format!("{use_case}.lp"));
+        let st = Command::new(bin)
+            .args(["bench", "gen", "--use-case", use_case, "--hosts", "6"])
+            .args(["--duration-secs", "3000", "--seed", "9", "--out"])
+            .arg(&data)
+            .status()
+            .unwrap();
+        assert!(st.success(), "{use_case}");
+        let out = Command::new(bin)
+            .args(["bench", "load"])
+            .arg(&data)
+            .args([
+                "--url",
+                &s.url(&format!("/write?db={db}")),
+                "--batch",
+                "100",
+            ])
+            .args(["--system", "tempora", "--dataset", use_case, "--json-out"])
+            .arg(&results)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{use_case}: {stdout}");
+        let lines = std::fs::read_to_string(&data).unwrap().lines().count();
+        assert!(
+            stdout.starts_with(&format!("loaded {lines} rows")),
+            "{stdout}"
+        );
+    }
+    // devops: 9 tables, 6 hosts x 300 steps each.
+    let tables = s.psql(
+        "devops",
+        "SELECT table_name FROM information_schema.tables WHERE table_catalog = 'devops' \
+         AND table_schema = 'public' ORDER BY table_name",
+    );
+    assert_eq!(
+        tables,
+        "cpu\ndisk\ndiskio\nkernel\nmem\nnet\nnginx\npostgresl\nredis\n"
+    );
+    assert_eq!(
+        s.psql(
+            "devops",
+            "SELECT count(*), count(DISTINCT hostname) FROM net"
+        ),
+        "1800,6\n"
+    );
+    // iot: every written row is stored (no two share a series and time), some points are
+    // missing, and some values are NULL.
+    let iot_lines = std::fs::read_to_string(dir.path().join("iot.lp")).unwrap();
+    let readings = iot_lines
+        .lines()
+        .filter(|l| l.starts_with("readings,"))
+        .count();
+    let got = s.psql(
+        "iot",
+        "SELECT count(*), count(latitude) < count(*), count(*) < 6 * 300 FROM readings",
+    );
+    assert_eq!(got, format!("{readings},t,t\n"));
+    // One ingest record per load, in report.py's schema.
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(&results)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2);
+    for (r, use_case) in records.iter().zip(["devops", "iot"]) {
+        assert_eq!(r["kind"], "ingest");
+        assert_eq!(r["dataset"], use_case);
+        assert!(r["rows_per_s"].as_f64().unwrap() > 0.0, "{r}");
+        assert_eq!(r["failed_rows"], 0);
+        assert!(r["samples"].is_array(), "{r}");
+    }
+    s.stop();
+}
