@@ -3,6 +3,7 @@
 
     python3 bench/report.py RESULTS.jsonl [MORE.jsonl ...] --out-dir docs/bench \\
         --markdown docs/bench/report.md [--title "..."] [--commands COMMANDS.txt] [--pick quietest]
+    python3 bench/report.py RESULTS.jsonl --out-dir docs/bench --markdown docs/benchmarks.md --into
 
 Writes, into --out-dir, one PNG per chart that has data (a chart without data is skipped):
 
@@ -13,7 +14,8 @@ Writes, into --out-dir, one PNG per chart that has data (a chart without data is
   memory.png            resident memory (MiB) over time, one panel per phase, one line per system
   compression.png       bytes per value per data set and system ("compression" records)
 
-and the markdown file given by --markdown: machine and versions, the commands (--commands FILE,
+and the markdown file given by --markdown (with --into, only the part of that file between the
+lines `<!-- report.py: begin -->` and `<!-- report.py: end -->`, its headings one level down): machine and versions, the commands (--commands FILE,
 verbatim), one table per kind with a ratio against Tempora (--baseline, default "tempora") in
 each, and links to the charts relative to the markdown file. Every ratio is written so that
 > 1 means Tempora does better (faster, smaller, less memory).
@@ -707,6 +709,10 @@ def chart_sizes(records: list[dict], baseline: str, colors: dict, path: str, tit
     fig, (ax,) = new_figure(max(6.0, 0.9 * len(latest) + 2), 4.5)
     value = lambda d, s: latest[(d, s)]["bytes_per_value"] if (d, s) in latest else None  # noqa: E731
     grouped_bars(ax, datasets, systems, value, colors, fmt_bpv, names=[d or "(no data set)" for d in datasets])
+    sizes = [r["bytes_per_value"] for r in latest.values() if r["bytes_per_value"] > 0]
+    if sizes and max(sizes) / min(sizes) > 50:  # one tall bar would flatten the rest
+        ax.set_yscale("log")
+        log_axis_labels(ax)
     ax.set_ylabel("bytes per value")
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
@@ -801,11 +807,37 @@ def render_markdown(results: Results, charts: dict, md_path: str, title: str, co
     return "\n\n".join(p for p in parts if p) + "\n"
 
 
+BEGIN_MARK = "<!-- report.py: begin -->"
+END_MARK = "<!-- report.py: end -->"
+
+
+def demote_headings(text: str) -> str:
+    """One more `#` on every heading outside fenced code, so a report can sit under a heading."""
+    out, fenced = [], False
+    for line in text.split("\n"):
+        if line.startswith("```"):
+            fenced = not fenced
+        out.append("#" + line if line.startswith("#") and not fenced else line)
+    return "\n".join(out)
+
+
+def splice(document: str, generated: str, where: str) -> str:
+    """`document` with everything between BEGIN_MARK and END_MARK replaced by `generated`."""
+    b, e = document.find(BEGIN_MARK), document.find(END_MARK)
+    if b < 0 or e < 0 or e < b:
+        raise ResultError(f"{where}: needs the lines {BEGIN_MARK} and {END_MARK}, in that order")
+    return document[:b + len(BEGIN_MARK)] + "\n" + generated + document[e:]
+
+
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results", nargs="+", help="JSON-lines result files")
     ap.add_argument("--out-dir", required=True, help="directory for the PNG charts")
-    ap.add_argument("--markdown", required=True, help="the markdown file to write")
+    ap.add_argument("--markdown", required=True,
+                    help="the markdown file to write (with --into: the file to update)")
+    ap.add_argument("--into", action="store_true",
+                    help=f"replace only what lies between {BEGIN_MARK} and {END_MARK} in --markdown, "
+                         "headings one level down; the rest of the file is kept")
     ap.add_argument("--title", default="Tempora benchmarks")
     ap.add_argument("--commands", help="a text file of the commands that produced the results, "
                                        "included verbatim")
@@ -838,6 +870,16 @@ def main(argv=None) -> int:
     charts = write_charts(results, args.out_dir, args.baseline, args.pick)
     warn_stale(args.out_dir, charts, warn)
     text = render_markdown(results, charts, args.markdown, args.title, commands, args.baseline, args.pick)
+    if args.into:
+        try:
+            with open(args.markdown, encoding="utf-8") as f:
+                text = splice(f.read(), demote_headings(text), args.markdown)
+        except OSError as e:
+            print(f"report.py: {args.markdown}: {e.strerror}", file=sys.stderr)
+            return 1
+        except ResultError as e:
+            print(f"report.py: {e}", file=sys.stderr)
+            return 1
     os.makedirs(os.path.dirname(os.path.abspath(args.markdown)), exist_ok=True)
     with open(args.markdown, "w", encoding="utf-8") as f:
         f.write(text)

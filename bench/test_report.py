@@ -265,5 +265,51 @@ class FormatTest(unittest.TestCase):
         self.assertEqual(report.code_block("a ``` b"), "````\na ``` b\n````")
 
 
+class IntoTest(unittest.TestCase):
+    """--into: only the marked part of an existing document is replaced."""
+
+    setUp, tearDown = ReportTest.setUp, ReportTest.tearDown
+    run_report, read_md = ReportTest.run_report, ReportTest.read_md
+
+    def test_the_marked_part_is_replaced_and_the_rest_kept(self):
+        os.makedirs(self.out, exist_ok=True)
+        before = "# Benchmarks\n\nHand-written intro.\n\n<!-- report.py: begin -->\nold table\n" \
+                 "<!-- report.py: end -->\n\n## History\n\nkept\n"
+        with open(self.md, "w") as f:
+            f.write(before)
+        recs = full_records()
+        a = write_jsonl(os.path.join(self.dir, "a.jsonl"), recs)
+        p = self.run_report(a, extra=["--into", "--title", "Latest run"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        md = self.read_md()
+        self.assertTrue(md.startswith("# Benchmarks\n\nHand-written intro.\n\n<!-- report.py: begin -->\n"))
+        self.assertTrue(md.endswith("<!-- report.py: end -->\n\n## History\n\nkept\n"))
+        self.assertNotIn("old table", md)
+        self.assertIn("\n## Latest run\n", md)  # the report's title, one level down
+        self.assertNotIn("\n# Latest run", md)
+        # Run again: the same document, regenerated in place, not nested.
+        self.assertEqual(self.run_report(a, extra=["--into", "--title", "Latest run"]).returncode, 0)
+        self.assertEqual(self.read_md().count("<!-- report.py: begin -->"), 1)
+
+    def test_a_document_without_the_markers_is_refused_and_left_alone(self):
+        os.makedirs(self.out, exist_ok=True)
+        for name, text in [("no markers", "# B\n"),
+                           ("end before begin", "<!-- report.py: end -->\n<!-- report.py: begin -->\n")]:
+            with open(self.md, "w") as f:
+                f.write(text)
+            a = write_jsonl(os.path.join(self.dir, "a.jsonl"), full_records())
+            p = self.run_report(a, extra=["--into"])
+            self.assertEqual(p.returncode, 1, name)
+            self.assertIn("report.py: begin", p.stderr, name)
+            with open(self.md) as f:
+                self.assertEqual(f.read(), text, name)
+
+    def test_headings_in_code_blocks_stay(self):
+        sys.path.insert(0, HERE)
+        import report
+        self.assertEqual(report.demote_headings("# A\n```\n# comment\n```\n## B"),
+                         "## A\n```\n# comment\n```\n### B")
+
+
 if __name__ == "__main__":
     unittest.main()

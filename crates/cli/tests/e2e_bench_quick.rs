@@ -37,3 +37,19 @@ fn the_quick_benchmark_runs_and_every_system_returns_the_same_rows() {
     let png = std::fs::read(work.path().join("report/query_latency.png")).unwrap();
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG chart");
 }
+
+/// The benchmark scripts' own unit tests (report tables and charts, the real-data compression
+/// mapping), so that `cargo test` runs them too.
+#[test]
+fn the_benchmark_scripts_unit_tests_pass() {
+    let bench = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench");
+    let out = std::process::Command::new("python3")
+        .args(["-m", "unittest", "test_report", "test_compression"])
+        .current_dir(bench)
+        .output()
+        .expect("python3 runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("\nOK"), "{stderr}");
+    assert!(!stderr.contains("skipped"), "no test may be skipped: {stderr}");
+}
