@@ -1,6 +1,9 @@
 //! The loader: line protocol from a reader, cut into batches of whole lines, sent by
 //! `workers` threads over HTTP (optionally gzipped) to any InfluxDB-compatible write URL.
 //!
+//! With `max_duration`, reading stops at the first whole batch after that time, so a run has a
+//! fixed length whatever the input's size.
+//!
 //! A `503` is retried after its `Retry-After` (at most `max_retries` times per batch); any
 //! other non-2xx answer counts the batch as failed and keeps the first answers as messages.
 
@@ -19,6 +22,9 @@ pub struct LoadOptions {
     pub gzip: bool,
     /// Retries of one batch answered 503.
     pub max_retries: u32,
+    /// Stop reading the input after this long (a run of fixed length over an endless or very
+    /// large input); batches already read are still sent.
+    pub max_duration: Option<Duration>,
 }
 
 /// Counters while loading (shared with the progress callback).
@@ -120,7 +126,8 @@ pub fn load(
                 tick(&p, started.elapsed());
             }
         });
-        let r = read_batches(input, opts.batch_lines, &tx);
+        let deadline = opts.max_duration.map(|d| started + d);
+        let r = read_batches(input, opts.batch_lines, deadline, &tx);
         drop(tx);
         for w in workers {
             w.join().expect("loader worker");
@@ -146,6 +153,7 @@ pub fn load(
 fn read_batches(
     mut input: impl BufRead,
     batch_lines: usize,
+    deadline: Option<Instant>,
     tx: &crossbeam::channel::Sender<Batch>,
 ) -> Result<(), LoadError> {
     let mut batch = Batch {
@@ -178,7 +186,7 @@ fn read_batches(
                     values: 0,
                 },
             );
-            if tx.send(full).is_err() {
+            if tx.send(full).is_err() || deadline.is_some_and(|d| Instant::now() >= d) {
                 return Ok(());
             }
         }

@@ -61,6 +61,10 @@ pub struct LoadArgs {
     batch: usize,
     #[arg(long)]
     gzip: bool,
+    /// Stop reading the input after this many seconds (a fixed-length run, e.g. from
+    /// `tempora bench gen … | tempora bench load --max-secs 1800`).
+    #[arg(long)]
+    max_secs: Option<f64>,
     /// Appends the run as one JSON line (kind "ingest", bench/report.py's schema) to this file.
     #[arg(long)]
     json_out: Option<PathBuf>,
@@ -139,6 +143,11 @@ fn write_use_case(mut uc: impl UseCase, format: Format, out: Option<&PathBuf>) -
 }
 
 fn load_cmd(a: LoadArgs) -> Res<()> {
+    if let Some(s) = a.max_secs
+        && !(s.is_finite() && s > 0.0)
+    {
+        return Err(format!("--max-secs must be a positive number of seconds, not {s}").into());
+    }
     let input: Box<dyn BufRead> = match &a.file {
         Some(p) => Box::new(std::io::BufReader::with_capacity(
             1 << 20,
@@ -152,6 +161,7 @@ fn load_cmd(a: LoadArgs) -> Res<()> {
         batch_lines: a.batch,
         gzip: a.gzip,
         max_retries: 100,
+        max_duration: a.max_secs.map(std::time::Duration::from_secs_f64),
     };
     let live = std::io::stderr().is_terminal();
     // Throughput of each interval between ticks: (seconds since the start, rows/s).

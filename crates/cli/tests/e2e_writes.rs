@@ -411,3 +411,41 @@ fn devops_and_iot_data_load_and_the_loader_writes_ingest_records() {
     }
     s.stop();
 }
+
+/// `bench load --max-secs` ends a run over an endless input (`yes`) at the time given.
+#[test]
+fn the_loader_stops_an_endless_input_at_max_secs() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    let bin = env!("CARGO_BIN_EXE_tempora");
+    let mut yes = Command::new("yes")
+        .arg("endless,host=a v=1i")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = Command::new(bin)
+        .args(["bench", "load", "--max-secs", "0.5", "--batch", "1000"])
+        .args(["--url", &s.url("/write?db=endless")])
+        .stdin(yes.stdout.take().unwrap())
+        .output()
+        .unwrap();
+    yes.kill().unwrap();
+    yes.wait().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.starts_with("loaded "), "{stdout}");
+    assert!(!stdout.starts_with("loaded 0 rows"), "{stdout}");
+    for bad in ["0", "-1", "NaN", "inf"] {
+        let out = Command::new(bin)
+            .args(["bench", "load", "/dev/null", &format!("--max-secs={bad}")])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{bad}");
+        assert!(
+            stderr.contains("--max-secs must be a positive"),
+            "{bad}: {stderr}"
+        );
+    }
+    s.stop();
+}
