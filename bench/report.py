@@ -736,7 +736,9 @@ def chart_memory(records: list[dict], baseline: str, colors: dict, path: str) ->
         ax.set_title(f"phase: {phase}")
         ax.set_xlabel(xlabel)
         ax.grid(alpha=0.3)
-        ax.set_ylim(bottom=0)
+    # Once, after every line is drawn: the panels share the y axis, and a limit set inside the
+    # loop would freeze it at the first panel's range.
+    axes[0].set_ylim(bottom=0)
     axes[0].set_ylabel("resident memory (MiB)")
     outside_legend(fig, axes[0], *merged_legend(axes))
     fig.suptitle("Server memory over time")

@@ -32,6 +32,8 @@ Systems (`--system`):
   chdb             in-process ClickHouse (PyPI chdb), MergeTree ORDER BY (hostname, time)
   questdb          PostgreSQL wire protocol, 127.0.0.1:8812, admin/quest, db qdb; SAMPLE BY / LATEST ON
   victoriametrics  MetricsQL over HTTP (/api/v1/query_range, /api/v1/query); approximate, see below
+  influxdb         InfluxDB 1.8 (built by bench/peers/setup.sh), InfluxQL over HTTP GET
+                   /query?db=benchmark&epoch=ns, 127.0.0.1:8086; TSBS's Influx text (see influxql)
 
 The SQL of tempora, tempora-http, postgresql and duckdb is one standard text (`standard_sql`), so
 results can be compared row for row; `--print-sql` prints it. Differences from TSBS's text:
@@ -70,7 +72,7 @@ QUERY_TYPES = [
     "cpu-max-all-1",
     "groupby-orderby-limit",
 ]
-SYSTEMS = ["tempora", "tempora-http", "postgresql", "duckdb", "chdb", "questdb", "victoriametrics"]
+SYSTEMS = ["tempora", "tempora-http", "postgresql", "duckdb", "chdb", "questdb", "victoriametrics", "influxdb"]
 
 TAGS = ["hostname", "region", "datacenter", "rack", "os", "arch", "team", "service",
         "service_version", "service_environment"]
@@ -471,6 +473,72 @@ def victoriametrics_query(query_type: str, p: Params) -> dict:
     raise ValueError(query_type)
 
 
+# ------------------------------------------------------------------ InfluxDB 1.x (InfluxQL)
+
+def influxql(query_type: str, p: Params) -> str:
+    """TSBS's InfluxQL text (cmd/tsbs_generate_queries/databases/influx/devops.go) with this
+    runner's parameters. Differences from TSBS's text, each so that the rows are the ones every
+    other system returns:
+      - the bounds carry microseconds (ts_literal), as every other system's do here (TSBS's
+        Influx generator cuts them to seconds);
+      - cpu-max-all-1 groups by time(1h): TSBS's Influx text says time(1m), while its comment
+        and every other database's text say one hour;
+      - groupby-orderby-limit adds ORDER BY time DESC: TSBS's `group by time(1m) limit 5`
+        gives the 5 *earliest* minutes of the data (as QuestDB's text does), not the 5 latest.
+    Results come back as series (one per GROUP BY tag value) of rows; influx_rows makes them
+    the standard rows: lastpoint and high-cpu-1 reordered into ROW_COLUMNS (SELECT * lists the
+    columns alphabetically; lastpoint's hostname is a series tag), double-groupby-1 flattened
+    into (hour, hostname, mean) rows in hour, hostname order, and the empty buckets that
+    GROUP BY time() fills with null (its default fill(null); SQL's GROUP BY has no row for
+    them: a window starting in the last 10 s of a minute) dropped."""
+    hosts = "(" + " or ".join(f"hostname = '{h}'" for h in p.hosts) + ")"
+    s, e = ts_literal(p.start_ns), ts_literal(p.end_ns)
+    if query_type == "lastpoint":
+        return 'SELECT * from cpu group by "hostname" order by time desc limit 1'
+    if query_type == "single-groupby-1-1-1":
+        return (f"SELECT max(usage_user) from cpu where {hosts} and time >= '{s}' and time < '{e}' "
+                f"group by time(1m)")
+    if query_type == "double-groupby-1":
+        return (f"SELECT mean(usage_user) from cpu where time >= '{s}' and time < '{e}' "
+                f"group by time(1h),hostname")
+    if query_type == "high-cpu-1":
+        return f"SELECT * from cpu where usage_user > 90.0 and {hosts} and time >= '{s}' and time < '{e}'"
+    if query_type == "cpu-max-all-1":
+        aggs = ",".join(f"max({f})" for f in FIELDS)
+        return f"SELECT {aggs} from cpu where {hosts} and time >= '{s}' and time < '{e}' group by time(1h)"
+    if query_type == "groupby-orderby-limit":
+        return f"SELECT max(usage_user) from cpu WHERE time < '{e}' group by time(1m) order by time desc limit 5"
+    raise ValueError(query_type)
+
+
+def _ns_datetime(ns: int) -> datetime:
+    sec, rem = divmod(ns, 10**9)
+    return datetime.fromtimestamp(sec, tz=timezone.utc).replace(microsecond=rem // 1000)
+
+
+def influx_rows(query_type: str, series: list[dict]) -> list:
+    """InfluxDB's series (name, tags, columns, values; time as epoch ns) as the standard rows."""
+    if query_type in ("lastpoint", "high-cpu-1"):
+        out = []
+        for s in series:
+            cols = s["columns"]
+            for v in s["values"]:
+                row = {**s.get("tags", {}), **dict(zip(cols, v))}
+                out.append(tuple(_ns_datetime(row["time"]) if c == "time" else row.get(c)
+                                 for c in ROW_COLUMNS))
+        out.sort(key=lambda r: (r[1], r[0]))  # hostname, time
+        return out
+    # GROUP BY time(): drop the empty buckets, rows whose aggregates are all null
+    if query_type == "double-groupby-1":
+        out = [(_ns_datetime(v[0]), s.get("tags", {}).get("hostname"), *v[1:])
+               for s in series for v in s["values"] if any(x is not None for x in v[1:])]
+        out.sort(key=lambda r: (r[0], r[1]))
+        return out
+    # one series, (time, aggregates...) rows in the order asked for
+    return [(_ns_datetime(v[0]), *v[1:]) for s in series for v in s["values"]
+            if any(x is not None for x in v[1:])]
+
+
 # ------------------------------------------------------------------ result normalisation
 
 def _norm(v):
@@ -644,6 +712,32 @@ class VictoriaMetricsClient(Client):
         self.conn.close()
 
 
+class InfluxClient(Client):
+    dialect = "influxql"
+
+    def __init__(self, host: str, port: int, db: str):
+        self.conn = http.client.HTTPConnection(host, port, timeout=600)
+        self.db = db
+
+    def text(self, qt, p):
+        return influxql(qt, p)
+
+    def run(self, qt, p):
+        qs = urllib.parse.urlencode({"db": self.db, "epoch": "ns", "q": self.text(qt, p)})
+        self.conn.request("GET", "/query?" + qs)
+        resp = self.conn.getresponse()
+        body = resp.read()
+        if resp.status != 200:
+            raise RuntimeError(f"HTTP {resp.status}: {body.decode(errors='replace')[:2000]}")
+        res = json.loads(body)["results"][0]
+        if "error" in res:
+            raise RuntimeError(res["error"])
+        return influx_rows(qt, res.get("series", []))
+
+    def close(self):
+        self.conn.close()
+
+
 def make_client(args) -> Client:
     s = args.system
     if s == "tempora":
@@ -663,6 +757,8 @@ def make_client(args) -> Client:
                         dialect="questdb")
     if s == "victoriametrics":
         return VictoriaMetricsClient(args.host, args.vm_port)
+    if s == "influxdb":
+        return InfluxClient(args.host, args.influx_port, "benchmark")
     raise ValueError(s)
 
 
@@ -675,6 +771,10 @@ SYSTEM_NOTES = {
     "questdb": "QuestDB 9.3.4 over the PostgreSQL wire protocol, SAMPLE BY / LATEST ON, partitioned by day (ILP default)",
     "victoriametrics": ("VictoriaMetrics MetricsQL, approximate: whole minute/hour buckets at the window's ends; "
                         "lastpoint = last_over_time over the whole data range; rows = (timestamp, host) keys"),
+    "influxdb": ("InfluxDB 1.8.10 (inmem index, TSM files settled: cache written, fully compacted), InfluxQL "
+                 "over HTTP GET /query (JSON, epoch=ns), one kept-alive connection; TSBS's Influx text but "
+                 "cpu-max-all-1 by 1h (TSBS: 1m) and groupby-orderby-limit ORDER BY time DESC (TSBS: the 5 "
+                 "earliest minutes); series made into the standard rows, empty buckets (fill(null)) dropped"),
 }
 
 
@@ -908,6 +1008,7 @@ def main(argv=None):
     ap.add_argument("--pg-port", type=int, default=5442)
     ap.add_argument("--questdb-port", type=int, default=8812)
     ap.add_argument("--vm-port", type=int, default=8428)
+    ap.add_argument("--influx-port", type=int, default=8086)
     ap.add_argument("--duckdb-path", default="/var/tmp/peers/duckdb/cpu-100h-1d.duckdb")
     ap.add_argument("--chdb-path", default="/var/tmp/peers/chdb/cpu-100h-1d")
     ap.add_argument("--server-pid", type=int, action="append",
@@ -927,6 +1028,9 @@ def main(argv=None):
     if args.table_from:
         with open(args.table_from) as f:
             records = [json.loads(line) for line in f if line.strip()]
+        # Only query lines (no "kind", or "query"): bench/peers/setup.sh also writes machine,
+        # ingest, storage and memory lines into the same file (bench/report.py's schema).
+        records = [r for r in records if r.get("kind", "query") == "query"]
         print_table(records, pick=args.pick)
         if args.check_same_rows:
             problems = different_rows(pick_records(records, args.pick))
@@ -953,6 +1057,8 @@ def main(argv=None):
             elif args.system == "victoriametrics":
                 q = victoriametrics_query(qt, p)
                 t = q["path"] + " " + json.dumps(q["params"])
+            elif args.system == "influxdb":
+                t = influxql(qt, p)
             else:
                 t = standard_sql(qt, p, "date_trunc" if args.system == "postgresql" else args.bucket)
             print(f"-- {qt} {json.dumps(p.to_json())}\n{t};")
