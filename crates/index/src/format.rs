@@ -5,13 +5,18 @@
 //!
 //! ```text
 //! 0   magic        4 bytes  "TPIX"
-//! 4   version      u16      1
+//! 4   version      u16      2 (written); 1 and 2 are read
 //! 6   flags        u16      0
 //! 8   series_count u32
 //! 12  body_len     u64
-//! 20  body         series_count × (u32 key_len, key bytes), in id order
+//! 20  body         version 1: series_count × (u32 key_len, key bytes), in id order
+//!                  version 2: that, compressed as one zstd frame
 //! 20+body_len      crc32c   u32 over bytes [0, 20 + body_len)
 //! ```
+//!
+//! A version-2 body is decoded as a stream, entry by entry, so memory follows the keys, and
+//! the decompressed size is bounded twice: no key over [`MAX_KEY_LEN`] bytes, no body over
+//! [`MAX_EXPANSION`] times its compressed size (plus 64 KiB).
 
 use tracing::debug;
 
@@ -20,13 +25,24 @@ use crate::series::{IndexLimits, SeriesIndex};
 
 /// First four bytes of an encoded index.
 pub const INDEX_MAGIC: [u8; 4] = *b"TPIX";
-/// The format version this build writes and reads.
-pub const INDEX_FORMAT_VERSION: u16 = 1;
+/// The format version this build writes (it reads this one and version 1).
+pub const INDEX_FORMAT_VERSION: u16 = 2;
+/// The uncompressed version, still read.
+const VERSION_UNCOMPRESSED: u16 = 1;
+/// zstd level of version-2 bodies.
+const ZSTD_LEVEL: i32 = 3;
+/// Longest series key a version-2 body may hold (an allocation bound: keys come from lines,
+/// which the server limits far below this).
+pub const MAX_KEY_LEN: usize = 16 << 20;
+/// Most a version-2 body may expand: decompressed bytes ≤ this × compressed bytes + 64 KiB.
+pub const MAX_EXPANSION: u64 = 1024;
 /// Bytes before the body.
 pub const HEADER_LEN: usize = 20;
 const TRAILER_LEN: usize = 4;
 /// Smallest encoded size of one series (its length prefix).
 const MIN_ENTRY_LEN: usize = 4;
+
+const PAST_END: &str = "entry past the end of the body";
 
 fn corrupt(offset: usize, reason: &'static str) -> IndexError {
     IndexError::Corrupt { offset, reason }
@@ -41,19 +57,36 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
 }
 
 impl SeriesIndex {
-    /// Serializes the index (see the module docs).
+    /// Serializes the index in the current version (see the module docs).
     pub fn encode(&self) -> Vec<u8> {
-        let body_len = self.key_bytes() + self.len() * MIN_ENTRY_LEN;
-        let mut out = Vec::with_capacity(HEADER_LEN + body_len + TRAILER_LEN);
+        let raw = self.raw_body();
+        let body = zstd::bulk::compress(&raw, ZSTD_LEVEL).expect("zstd compresses to memory");
+        self.envelope(INDEX_FORMAT_VERSION, &body)
+    }
+
+    /// Serializes the index in version 1 (uncompressed body), which readers still accept.
+    pub fn encode_uncompressed(&self) -> Vec<u8> {
+        self.envelope(VERSION_UNCOMPRESSED, &self.raw_body())
+    }
+
+    /// `series_count × (u32 key_len, key)`, in id order.
+    fn raw_body(&self) -> Vec<u8> {
+        let mut body = Vec::with_capacity(self.key_bytes() + self.len() * MIN_ENTRY_LEN);
+        for key in self.keys() {
+            body.extend_from_slice(&(key.len() as u32).to_le_bytes());
+            body.extend_from_slice(key);
+        }
+        body
+    }
+
+    fn envelope(&self, version: u16, body: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(HEADER_LEN + body.len() + TRAILER_LEN);
         out.extend_from_slice(&INDEX_MAGIC);
-        out.extend_from_slice(&INDEX_FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&version.to_le_bytes());
         out.extend_from_slice(&0u16.to_le_bytes());
         out.extend_from_slice(&(self.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(body_len as u64).to_le_bytes());
-        for key in self.keys() {
-            out.extend_from_slice(&(key.len() as u32).to_le_bytes());
-            out.extend_from_slice(key);
-        }
+        out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        out.extend_from_slice(body);
         let crc = crc32c::crc32c(&out);
         out.extend_from_slice(&crc.to_le_bytes());
         out
@@ -78,9 +111,9 @@ impl SeriesIndex {
     /// input is an error naming the byte offset; it never panics, and allocation is bounded by
     /// the input size.
     pub fn decode(bytes: &[u8], limits: IndexLimits) -> Result<Self, IndexError> {
-        let count = check_envelope(bytes)?;
-        let body_end = bytes.len() - TRAILER_LEN;
-        if count > (body_end - HEADER_LEN) / MIN_ENTRY_LEN {
+        let (version, count) = check_envelope(bytes)?;
+        let body = &bytes[HEADER_LEN..bytes.len() - TRAILER_LEN];
+        if version == VERSION_UNCOMPRESSED && count > body.len() / MIN_ENTRY_LEN {
             return Err(corrupt(8, "series count larger than the body can hold"));
         }
         if count > limits.max_series {
@@ -88,42 +121,148 @@ impl SeriesIndex {
                 limit: limits.max_series,
             });
         }
-        let mut index = SeriesIndex::new(limits);
-        index.reserve(count);
-        let mut pos = HEADER_LEN;
-        for i in 0..count {
-            if body_end - pos < MIN_ENTRY_LEN {
-                return Err(corrupt(pos, "truncated key length"));
+        let index = if version == VERSION_UNCOMPRESSED {
+            {
+                let mut plain: Entries<'_, std::io::Empty> = Entries::Plain { body, pos: 0 };
+                decode_entries(&mut plain, count, limits)?
             }
-            let len = u32_at(bytes, pos) as usize;
-            let start = pos + MIN_ENTRY_LEN;
-            if len > body_end - start {
-                return Err(corrupt(pos, "key length past the end of the body"));
-            }
-            let key = &bytes[start..start + len];
-            match index.get_or_insert(key) {
-                Ok((id, true)) if id.0 as usize == i => {}
-                Ok(_) => return Err(corrupt(start, "duplicate series key")),
-                Err(IndexError::CorruptKey(_) | IndexError::NonCanonicalKey { .. }) => {
-                    return Err(corrupt(
-                        start,
-                        "series key does not decode to a canonical tag set",
-                    ));
-                }
-                Err(e) => return Err(e),
-            }
-            pos = start + len;
-        }
-        if pos != body_end {
-            return Err(corrupt(pos, "trailing bytes after the last key"));
-        }
-        debug!(series = count, bytes = bytes.len(), "decoded series index");
+        } else {
+            let decoder = zstd::stream::read::Decoder::with_buffer(body)
+                .map_err(|_| corrupt(HEADER_LEN, "not a zstd frame"))?;
+            let limit = MAX_EXPANSION * body.len() as u64 + (64 << 10);
+            let mut entries = Entries::Zstd {
+                reader: std::io::Read::take(decoder, limit + 1),
+                pos: 0,
+                limit,
+            };
+            decode_entries(&mut entries, count, limits)?
+        };
+        debug!(
+            series = count,
+            bytes = bytes.len(),
+            version,
+            "decoded series index"
+        );
         Ok(index)
     }
 }
 
-/// Checks magic, version, flags, length and checksum; returns the series count.
-fn check_envelope(bytes: &[u8]) -> Result<usize, IndexError> {
+/// Where the entries of a body come from; `pos` counts bytes of the uncompressed body, and
+/// error offsets are `HEADER_LEN + pos` (in version 2, an offset in the decompressed body).
+enum Entries<'a, R> {
+    Plain { body: &'a [u8], pos: usize },
+    Zstd { reader: R, pos: usize, limit: u64 },
+}
+
+impl<R: std::io::Read> Entries<'_, R> {
+    fn pos(&self) -> usize {
+        match self {
+            Entries::Plain { pos, .. } | Entries::Zstd { pos, .. } => *pos,
+        }
+    }
+
+    /// The next `n` bytes, or `None` at a clean end of the body (no byte left).
+    fn next(&mut self, n: usize, out: &mut Vec<u8>) -> Result<Option<()>, IndexError> {
+        out.clear();
+        match self {
+            Entries::Plain { body, pos } => {
+                if *pos == body.len() {
+                    return Ok(None);
+                }
+                let Some(b) = body.get(*pos..*pos + n) else {
+                    return Err(corrupt(HEADER_LEN + *pos, PAST_END));
+                };
+                out.extend_from_slice(b);
+                *pos += n;
+            }
+            Entries::Zstd { reader, pos, limit } => {
+                let got = std::io::Read::read_to_end(
+                    &mut std::io::Read::take(&mut *reader, n as u64),
+                    out,
+                )
+                .map_err(|_| corrupt(HEADER_LEN, "zstd body does not decompress"))?;
+                if got == 0 && n > 0 {
+                    return Ok(None);
+                }
+                if (*pos + got) as u64 > *limit {
+                    return Err(corrupt(HEADER_LEN, "zstd body expands past its bound"));
+                }
+                if got < n {
+                    return Err(corrupt(HEADER_LEN + *pos, PAST_END));
+                }
+                *pos += n;
+            }
+        }
+        Ok(Some(()))
+    }
+}
+
+fn decode_entries<R: std::io::Read>(
+    entries: &mut Entries<'_, R>,
+    count: usize,
+    limits: IndexLimits,
+) -> Result<SeriesIndex, IndexError> {
+    let mut index = SeriesIndex::new(limits);
+    index.reserve(count);
+    let (mut len_buf, mut key) = (Vec::with_capacity(4), Vec::new());
+    for i in 0..count {
+        let at = entries.pos();
+        match entries.next(MIN_ENTRY_LEN, &mut len_buf) {
+            Ok(Some(())) => {}
+            Ok(None)
+            | Err(IndexError::Corrupt {
+                reason: PAST_END, ..
+            }) => {
+                return Err(corrupt(HEADER_LEN + at, "truncated key length"));
+            }
+            Err(e) => return Err(e),
+        }
+        let len = u32_at(&len_buf, 0) as usize;
+        if len > MAX_KEY_LEN {
+            return Err(corrupt(
+                HEADER_LEN + at,
+                "key length past the end of the body",
+            ));
+        }
+        let start = HEADER_LEN + entries.pos();
+        match entries.next(len, &mut key) {
+            Ok(Some(())) => {}
+            Ok(None) if len == 0 => key.clear(),
+            Ok(None)
+            | Err(IndexError::Corrupt {
+                reason: PAST_END, ..
+            }) => {
+                return Err(corrupt(
+                    HEADER_LEN + at,
+                    "key length past the end of the body",
+                ));
+            }
+            Err(e) => return Err(e),
+        }
+        match index.get_or_insert(&key) {
+            Ok((id, true)) if id.0 as usize == i => {}
+            Ok(_) => return Err(corrupt(start, "duplicate series key")),
+            Err(IndexError::CorruptKey(_) | IndexError::NonCanonicalKey { .. }) => {
+                return Err(corrupt(
+                    start,
+                    "series key does not decode to a canonical tag set",
+                ));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let at = entries.pos();
+    if entries.next(1, &mut key)?.is_some() {
+        return Err(corrupt(
+            HEADER_LEN + at,
+            "trailing bytes after the last key",
+        ));
+    }
+    Ok(index)
+}
+
+/// Checks magic, version, flags, length and checksum; returns the version and series count.
+fn check_envelope(bytes: &[u8]) -> Result<(u16, usize), IndexError> {
     if bytes.len() >= 4 && bytes[..4] != INDEX_MAGIC {
         return Err(IndexError::BadMagic {
             offset: 0,
@@ -134,7 +273,7 @@ fn check_envelope(bytes: &[u8]) -> Result<usize, IndexError> {
         return Err(corrupt(bytes.len(), "truncated header"));
     }
     let version = u16_at(bytes, 4);
-    if version != INDEX_FORMAT_VERSION {
+    if version != INDEX_FORMAT_VERSION && version != VERSION_UNCOMPRESSED {
         return Err(IndexError::UnsupportedVersion { offset: 4, version });
     }
     if u16_at(bytes, 6) != 0 {
@@ -158,5 +297,5 @@ fn check_envelope(bytes: &[u8]) -> Result<usize, IndexError> {
             computed,
         });
     }
-    Ok(u32_at(bytes, 8) as usize)
+    Ok((version, u32_at(bytes, 8) as usize))
 }

@@ -62,7 +62,12 @@ fn round_trip_small_and_empty() {
 
 #[test]
 fn every_truncation_is_an_error() {
-    let bytes = small_index().encode();
+    for bytes in [small_index().encode(), small_index().encode_uncompressed()] {
+        truncations_fail(bytes);
+    }
+}
+
+fn truncations_fail(bytes: Vec<u8>) {
     for cut in 0..bytes.len() {
         let err = SeriesIndex::decode(&bytes[..cut], IndexLimits::default()).unwrap_err();
         assert!(err.offset().is_some(), "cut {cut}: {err}");
@@ -74,7 +79,12 @@ fn every_truncation_is_an_error() {
 
 #[test]
 fn every_bit_flip_is_an_error() {
-    let bytes = small_index().encode();
+    for bytes in [small_index().encode(), small_index().encode_uncompressed()] {
+        bit_flips_fail(bytes);
+    }
+}
+
+fn bit_flips_fail(bytes: Vec<u8>) {
     for i in 0..bytes.len() {
         for bit in 0..8 {
             let mut b = bytes.clone();
@@ -94,7 +104,7 @@ fn duplicate_keys() -> Vec<u8> {
     let mut idx = SeriesIndex::default();
     idx.get_or_insert(&key(&[("h", "1")])).unwrap();
     idx.get_or_insert(&key(&[("h", "2")])).unwrap();
-    let b = idx.encode();
+    let b = idx.encode_uncompressed();
     let first = b[HEADER_LEN..HEADER_LEN + 10].to_vec();
     reseal(with(b, HEADER_LEN + 10, &first))
 }
@@ -102,7 +112,8 @@ fn duplicate_keys() -> Vec<u8> {
 /// (name, input, max_series, expected error).
 #[rustfmt::skip]
 fn corruption_cases() -> Vec<(&'static str, Vec<u8>, usize, IndexError)> {
-    let good = small_index().encode();
+    // Entry-level damage is laid out in the uncompressed version (1); version 2 below.
+    let good = small_index().encode_uncompressed();
     let first_entry_end = HEADER_LEN + 4 + key(&[("host", "a"), ("dc", "east")]).len();
     let body_end = good.len() - 4;
     let g = || good.clone();
@@ -139,6 +150,127 @@ fn corruption_table() {
                 "{name}: {err}"
             );
         }
+    }
+}
+
+/// A version-2 file around any body (resealed), claiming `count` series.
+fn v2_with_body(body: &[u8], count: u32) -> Vec<u8> {
+    let mut out = b"TPIX".to_vec();
+    out.extend_from_slice(&2u16.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out.extend_from_slice(&count.to_le_bytes());
+    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    out.extend_from_slice(body);
+    out.extend_from_slice(&[0; 4]);
+    reseal(out)
+}
+
+fn entries(keys: &[Vec<u8>]) -> Vec<u8> {
+    let mut raw = Vec::new();
+    for k in keys {
+        raw.extend_from_slice(&(k.len() as u32).to_le_bytes());
+        raw.extend_from_slice(k);
+    }
+    raw
+}
+
+#[test]
+fn version_2_is_compressed_and_version_1_still_reads() {
+    let mut idx = SeriesIndex::default();
+    for h in 0..2000 {
+        let host = format!("host_{h}");
+        let rack = format!("{}", h % 100);
+        idx.get_or_insert(&key(&[
+            ("hostname", &host),
+            ("region", "eu-west-1"),
+            ("rack", &rack),
+        ]))
+        .unwrap();
+    }
+    let (v2, v1) = (idx.encode(), idx.encode_uncompressed());
+    assert_eq!(&v2[4..6], &2u16.to_le_bytes());
+    assert_eq!(&v1[4..6], &1u16.to_le_bytes());
+    assert!(
+        v2.len() * 4 < v1.len(),
+        "v2 {} bytes, v1 {}",
+        v2.len(),
+        v1.len()
+    );
+    for bytes in [&v2, &v1] {
+        let back = SeriesIndex::decode(bytes, IndexLimits::default()).unwrap();
+        assert_same(&idx, &back);
+        assert_eq!(back.encode(), v2, "re-encoding writes version 2");
+    }
+}
+
+/// (name, input, expected error) for hostile version-2 bodies whose checksum is right.
+#[test]
+fn version_2_corruption_table() {
+    let a = key(&[("host", "a")]);
+    let b = key(&[("host", "b")]);
+    let z = |raw: &[u8]| zstd::bulk::compress(raw, 3).unwrap();
+    // A key that claims 16 MiB - 1 bytes of zeros: it compresses to a few hundred bytes and
+    // would expand past the bound before it ends.
+    let mut bomb = ((16u32 << 20) - 1).to_le_bytes().to_vec();
+    bomb.resize(16 << 20, 0);
+    let mut too_long = ((16u32 << 20) + 1).to_le_bytes().to_vec();
+    too_long.extend_from_slice(&[0; 64]);
+    let cases: Vec<(&str, Vec<u8>, IndexError)> = vec![
+        (
+            "not zstd",
+            v2_with_body(b"garbage!", 1),
+            corrupt(HEADER_LEN, "zstd body does not decompress"),
+        ),
+        (
+            "empty body",
+            v2_with_body(&[], 1),
+            corrupt(HEADER_LEN, "zstd body does not decompress"),
+        ),
+        (
+            "fewer keys than counted",
+            v2_with_body(&z(&entries(std::slice::from_ref(&a))), 2),
+            corrupt(HEADER_LEN + 4 + a.len(), "truncated key length"),
+        ),
+        (
+            "more keys than counted",
+            v2_with_body(&z(&entries(&[a.clone(), b.clone()])), 1),
+            corrupt(
+                HEADER_LEN + 4 + a.len(),
+                "trailing bytes after the last key",
+            ),
+        ),
+        (
+            "duplicate key",
+            v2_with_body(&z(&entries(&[a.clone(), a.clone()])), 2),
+            corrupt(HEADER_LEN + 8 + a.len(), "duplicate series key"),
+        ),
+        (
+            "undecodable key",
+            v2_with_body(&z(&entries(&[vec![0, 7]])), 1),
+            corrupt(
+                HEADER_LEN + 4,
+                "series key does not decode to a canonical tag set",
+            ),
+        ),
+        (
+            "key longer than its body",
+            v2_with_body(&z(&[9, 0, 0, 0, 1]), 1),
+            corrupt(HEADER_LEN, "key length past the end of the body"),
+        ),
+        (
+            "key over MAX_KEY_LEN",
+            v2_with_body(&z(&too_long), 1),
+            corrupt(HEADER_LEN, "key length past the end of the body"),
+        ),
+        (
+            "decompression bomb",
+            v2_with_body(&z(&bomb), 1),
+            corrupt(HEADER_LEN, "zstd body expands past its bound"),
+        ),
+    ];
+    for (name, bytes, want) in cases {
+        let err = SeriesIndex::decode(&bytes, IndexLimits::default()).unwrap_err();
+        assert_eq!(err, want, "{name}");
     }
 }
 
