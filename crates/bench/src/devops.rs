@@ -8,7 +8,9 @@
 //! totals), so totals never decrease.
 
 use crate::tsbs::{FIELDS as CPU_FIELDS, Scale, TAG_KEYS, host_tags};
-use crate::walk::{Field, Measurement, Rng, Rows, Series, UseCase, counter, fgauge, gauge};
+use crate::walk::{
+    Field, Measurement, Rng, Rows, SeriesState, UseCase, counter, fgauge, gauge, source_series,
+};
 
 const fn cpu_fields() -> [Field; 10] {
     let mut out = [gauge("", 0.0, 100.0, 1.0); 10];
@@ -176,7 +178,7 @@ pub struct Devops {
     scale: Scale,
     rng: Rng,
     /// Per host, per measurement: the series and its current values.
-    hosts: Vec<Vec<(Series, Vec<f64>)>>,
+    hosts: Vec<Vec<SeriesState>>,
 }
 
 impl Devops {
@@ -189,19 +191,15 @@ impl Devops {
         let hosts = (0..scale.hosts)
             .map(|h| {
                 let own = own_tags(h, &mut rng);
-                MEASUREMENTS
-                    .iter()
-                    .enumerate()
-                    .map(|(m, ms)| {
-                        let mut tags: Vec<(&str, String)> =
-                            TAG_KEYS.iter().copied().zip(host_tags(h)).collect();
-                        for k in ms.extra_tags {
-                            let v = own.iter().find(|(o, _)| o == k).expect("own tag").1.clone();
-                            tags.push((k, v));
-                        }
-                        (Series::new(m, ms.name, &tags), ms.start(&mut rng))
-                    })
-                    .collect()
+                source_series(&MEASUREMENTS, &mut rng, |ms| {
+                    let mut tags: Vec<(&str, String)> =
+                        TAG_KEYS.iter().copied().zip(host_tags(h)).collect();
+                    for k in ms.extra_tags {
+                        let v = own.iter().find(|(o, _)| o == k).expect("own tag");
+                        tags.push((k, v.1.clone()));
+                    }
+                    tags
+                })
             })
             .collect();
         Self { scale, rng, hosts }

@@ -16,7 +16,7 @@
 //!   capacity and nominal fuel consumption, drawn once per truck.
 
 use crate::tsbs::Scale;
-use crate::walk::{Measurement, Rng, Rows, Series, UseCase, fgauge, gauge};
+use crate::walk::{Measurement, Rng, Rows, SeriesState, UseCase, fgauge, gauge, source_series};
 
 pub const P_OFFLINE: f64 = 0.05;
 pub const P_NULL: f64 = 0.01;
@@ -73,7 +73,7 @@ pub struct Iot {
     scale: Scale,
     rng: Rng,
     /// Per truck, per measurement: the series and its current values.
-    trucks: Vec<Vec<(Series, Vec<f64>)>>,
+    trucks: Vec<Vec<SeriesState>>,
     late: Vec<Late>,
 }
 
@@ -87,11 +87,7 @@ impl Iot {
         let trucks = (0..scale.hosts)
             .map(|i| {
                 let tags = truck_tags(i, &mut rng);
-                MEASUREMENTS
-                    .iter()
-                    .enumerate()
-                    .map(|(m, ms)| (Series::new(m, ms.name, &tags), ms.start(&mut rng)))
-                    .collect()
+                source_series(&MEASUREMENTS, &mut rng, |_| tags.clone())
             })
             .collect();
         Self {

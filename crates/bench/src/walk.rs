@@ -167,6 +167,23 @@ impl Series {
     }
 }
 
+/// A series and its current values.
+pub type SeriesState = (Series, Vec<f64>);
+
+/// One source's (host's, truck's) series, one per measurement, with their first values;
+/// `tags` gives the tags of each measurement of this source.
+pub fn source_series<'a>(
+    measurements: &[Measurement],
+    rng: &mut Rng,
+    mut tags: impl FnMut(&Measurement) -> Vec<(&'a str, String)>,
+) -> Vec<SeriesState> {
+    measurements
+        .iter()
+        .enumerate()
+        .map(|(m, ms)| (Series::new(m, ms.name, &tags(ms)), ms.start(rng)))
+        .collect()
+}
+
 /// Rows in memory, in one format: buffer 0 for line protocol, one buffer per measurement
 /// for CSV.
 #[derive(Debug)]
