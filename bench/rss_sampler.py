@@ -37,6 +37,9 @@ import signal
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from proctree import descendants, stat_table  # noqa: E402  (same directory)
+
 
 class Stop(Exception):
     pass
@@ -48,26 +51,7 @@ def _raise_stop(signum, frame):
 
 def process_tree(root: int) -> list[int]:
     """root and every descendant that is alive now (root first)."""
-    children: dict[int, list[int]] = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                st = f.read()
-        except OSError:
-            continue
-        ppid = int(st[st.rfind(")") + 2:].split()[1])
-        children.setdefault(ppid, []).append(int(d))
-    out, stack, seen = [], [root], set()
-    while stack:
-        pid = stack.pop()
-        if pid in seen:
-            continue
-        seen.add(pid)
-        out.append(pid)
-        stack.extend(children.get(pid, []))
-    return out
+    return descendants(stat_table(), [root])
 
 
 def _kib_field(path: str, name: str) -> int | None:

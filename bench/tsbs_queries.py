@@ -64,6 +64,9 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from decimal import Decimal
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from proctree import descendants, stat_table  # noqa: E402  (same directory)
+
 QUERY_TYPES = [
     "lastpoint",
     "single-groupby-1-1-1",
@@ -802,31 +805,11 @@ class CpuMeter:
     def _tree_jiffies(self) -> int:
         if not self.server_pids:
             return 0
-        children: dict[int, list[int]] = {}
-        times: dict[int, int] = {}
-        for d in os.listdir("/proc"):
-            if not d.isdigit():
-                continue
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    st = f.read()
-            except OSError:
-                continue
-            rest = st[st.rfind(")") + 2:].split()
-            pid, ppid = int(d), int(rest[1])
-            children.setdefault(ppid, []).append(pid)
-            # utime + stime, and cutime + cstime: children it has reaped (PostgreSQL's
-            # parallel workers live for one query, so they are gone by the next look)
-            times[pid] = int(rest[11]) + int(rest[12]) + int(rest[13]) + int(rest[14])
-        total, stack, seen = 0, list(self.server_pids), set()
-        while stack:
-            pid = stack.pop()
-            if pid in seen:
-                continue
-            seen.add(pid)
-            total += times.get(pid, 0)
-            stack.extend(children.get(pid, []))
-        return total
+        table = stat_table()
+        # utime + stime, and cutime + cstime: children it has reaped (PostgreSQL's parallel
+        # workers live for one query, so they are gone by the next look)
+        return sum(sum(int(x) for x in table[pid][11:15])
+                   for pid in descendants(table, self.server_pids) if pid in table)
 
     def start(self):
         t = os.times()
