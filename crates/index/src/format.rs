@@ -122,10 +122,8 @@ impl SeriesIndex {
             });
         }
         let index = if version == VERSION_UNCOMPRESSED {
-            {
-                let mut plain: Entries<'_, std::io::Empty> = Entries::Plain { body, pos: 0 };
-                decode_entries(&mut plain, count, limits)?
-            }
+            let mut plain: Entries<'_, std::io::Empty> = Entries::Plain { body, pos: 0 };
+            decode_entries(&mut plain, count, count, limits)?
         } else {
             let decoder = zstd::stream::read::Decoder::with_buffer(body)
                 .map_err(|_| corrupt(HEADER_LEN, "not a zstd frame"))?;
@@ -135,7 +133,10 @@ impl SeriesIndex {
                 pos: 0,
                 limit,
             };
-            decode_entries(&mut entries, count, limits)?
+            // The count is not checked against the body here (entries are smaller than 4
+            // bytes once compressed): preallocate no more than the expansion bound could hold.
+            let reserve = count.min(usize::try_from(limit).unwrap_or(usize::MAX) / MIN_ENTRY_LEN);
+            decode_entries(&mut entries, count, reserve, limits)?
         };
         debug!(
             series = count,
@@ -197,13 +198,15 @@ impl<R: std::io::Read> Entries<'_, R> {
     }
 }
 
+/// Reads `count` entries into a new index, preallocated for `reserve` of them.
 fn decode_entries<R: std::io::Read>(
     entries: &mut Entries<'_, R>,
     count: usize,
+    reserve: usize,
     limits: IndexLimits,
 ) -> Result<SeriesIndex, IndexError> {
     let mut index = SeriesIndex::new(limits);
-    index.reserve(count);
+    index.reserve(reserve);
     let (mut len_buf, mut key) = (Vec::with_capacity(4), Vec::new());
     for i in 0..count {
         let at = entries.pos();

@@ -232,6 +232,13 @@ fn version_2_corruption_table() {
             corrupt(HEADER_LEN + 4 + a.len(), "truncated key length"),
         ),
         (
+            // A tiny file claiming millions of series: refused at its end, after
+            // preallocating only what the expansion bound allows.
+            "hostile count",
+            v2_with_body(&z(&entries(std::slice::from_ref(&a))), 5_000_000),
+            corrupt(HEADER_LEN + 4 + a.len(), "truncated key length"),
+        ),
+        (
             "more keys than counted",
             v2_with_body(&z(&entries(&[a.clone(), b.clone()])), 1),
             corrupt(
