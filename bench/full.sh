@@ -9,7 +9,7 @@
 # Steps:
 #  1. bench/peers/setup.sh install + reset for every system in SYSTEMS (default all), so that
 #     each load is measured (ingest rows/s, memory during the load), then
-#     `setup.sh bench SYSTEMS`: load, storage record, the six TSBS query types (50 timed runs
+#     `setup.sh bench SYSTEMS`: load, storage record, the thirteen TSBS query types (50 timed runs
 #     each, results checked to be the same rows on every system), memory during the queries.
 #  2. bench/compression.py: pvlib TMY3, bokeh glucose and stocks, vega-datasets flights 3M in
 #     Tempora, Parquet (zstd), DuckDB, chDB, CSV and CSV.gz. Installs the packages it reads

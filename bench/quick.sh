@@ -15,8 +15,9 @@ WORK=${1:-$(mktemp -d)}
 mkdir -p "$WORK"
 export TEMPORA_BIN=${TEMPORA_BIN:?set TEMPORA_BIN to the tempora binary}
 export PEERS=$WORK/peers DATA_DIR=$WORK/data RESULTS=$WORK/results.jsonl
-# 13 h: the longest TSBS window (12 h) must fit inside the data.
-export HOSTS=${HOSTS:-5} DURATION_SECS=${DURATION_SECS:-46800}
+# 13 h: the longest TSBS window (12 h) must fit inside the data; 10 hosts: the types that draw
+# 8 hosts (single-groupby-*-8-1, cpu-max-all-8) need at least 8.
+export HOSTS=${HOSTS:-10} DURATION_SECS=${DURATION_SECS:-46800}
 export BENCH_HTTP_PORT=${BENCH_HTTP_PORT:-18096} BENCH_PG_PORT=${BENCH_PG_PORT:-15443}
 rm -f "$RESULTS"
 "$HERE/peers/setup.sh" bench tempora,duckdb --runs 3 --warmup 1

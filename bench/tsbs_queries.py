@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
 """TSBS cpu-only queries, side by side: Tempora and its peers on one machine.
 
-Runs the six TSBS "cpu-only" query types against one system at a time:
+Runs the thirteen TSBS "cpu-only" query types against one system at a time (QUERY_SPECS):
 
   lastpoint               the latest row of every host
-  single-groupby-1-1-1    max(usage_user) per minute, 1 random host, random 1 h window
-  double-groupby-1        avg(usage_user) per host per hour, all hosts, random 12 h window
-  high-cpu-1              every row with usage_user > 90, 1 random host, random 12 h window
-  cpu-max-all-1           max of all 10 fields per hour, 1 random host, random 8 h window
+  single-groupby-M-H-1    max of M fields per minute, H random hosts together, random 1 h window
+                          (M-H: 1-1, 1-8, 5-1, 5-8)
+  double-groupby-M        avg of M fields per host per hour, all hosts, random 12 h window
+                          (M: 1, 5, all = 10)
+  high-cpu-1, high-cpu-all  every row with usage_user > 90, 1 random host / every host,
+                          random 12 h window
+  cpu-max-all-H           max of all 10 fields per hour, H random hosts together, random 8 h
+                          window (H: 1, 8)
   groupby-orderby-limit   max(usage_user) per minute, the 5 latest minutes before a random time
+
+The M fields are the first M of FIELDS, as TSBS's GetCPUMetricsSlice takes them.
 
 Parameters are drawn as `tsbs_generate_queries --use-case cpu-only --seed S` draws them, for each
 query type separately (it seeds once per query type): Go's math/rand seeded with S, the random
@@ -48,6 +54,7 @@ explicit column lists instead of `*` (same columns in the same order everywhere)
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import http.client
 import json
@@ -67,14 +74,6 @@ from decimal import Decimal
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proctree import descendants, stat_table  # noqa: E402  (same directory)
 
-QUERY_TYPES = [
-    "lastpoint",
-    "single-groupby-1-1-1",
-    "double-groupby-1",
-    "high-cpu-1",
-    "cpu-max-all-1",
-    "groupby-orderby-limit",
-]
 SYSTEMS = ["tempora", "tempora-http", "postgresql", "duckdb", "chdb", "questdb", "victoriametrics", "influxdb"]
 
 TAGS = ["hostname", "region", "datacenter", "rack", "os", "arch", "team", "service",
@@ -84,14 +83,44 @@ FIELDS = ["usage_user", "usage_system", "usage_idle", "usage_nice", "usage_iowai
 ROW_COLUMNS = ["time"] + TAGS + FIELDS  # the columns of lastpoint and high-cpu, in this order
 
 HOUR_NS = 3600 * 10**9
-TSBS_WINDOW_NS = {  # cmd/tsbs_generate_queries/uses/devops/common.go
-    "single-groupby-1-1-1": 1 * HOUR_NS,
-    "double-groupby-1": 12 * HOUR_NS,   # DoubleGroupByDuration
-    "high-cpu-1": 12 * HOUR_NS,         # HighCPUDuration
-    "cpu-max-all-1": 8 * HOUR_NS,       # MaxAllDuration
-    "groupby-orderby-limit": 1 * HOUR_NS,
+
+
+@dataclass(frozen=True)
+class QuerySpec:
+    """One TSBS cpu-only query type (cmd/tsbs_generate_queries/uses/devops): its shape and sizes."""
+    shape: str       # lastpoint | single-groupby | double-groupby | high-cpu | cpu-max-all | groupby-orderby-limit
+    metrics: int     # how many of FIELDS it reads: the first `metrics` (GetCPUMetricsSlice)
+    hosts: int       # hosts drawn at random (getRandomSubsetPerm); 0 = every host
+    window_ns: int   # the random window's length (devops/common.go); 0 = no window
+
+    @property
+    def fields(self) -> list[str]:
+        return FIELDS[:self.metrics]
+
+
+QUERY_SPECS = {
+    "lastpoint": QuerySpec("lastpoint", 10, 0, 0),
+    "single-groupby-1-1-1": QuerySpec("single-groupby", 1, 1, 1 * HOUR_NS),
+    "single-groupby-1-8-1": QuerySpec("single-groupby", 1, 8, 1 * HOUR_NS),
+    "single-groupby-5-1-1": QuerySpec("single-groupby", 5, 1, 1 * HOUR_NS),
+    "single-groupby-5-8-1": QuerySpec("single-groupby", 5, 8, 1 * HOUR_NS),
+    "double-groupby-1": QuerySpec("double-groupby", 1, 0, 12 * HOUR_NS),     # DoubleGroupByDuration
+    "double-groupby-5": QuerySpec("double-groupby", 5, 0, 12 * HOUR_NS),
+    "double-groupby-all": QuerySpec("double-groupby", 10, 0, 12 * HOUR_NS),
+    "high-cpu-1": QuerySpec("high-cpu", 10, 1, 12 * HOUR_NS),               # HighCPUDuration
+    "high-cpu-all": QuerySpec("high-cpu", 10, 0, 12 * HOUR_NS),
+    "cpu-max-all-1": QuerySpec("cpu-max-all", 10, 1, 8 * HOUR_NS),          # MaxAllDuration
+    "cpu-max-all-8": QuerySpec("cpu-max-all", 10, 8, 8 * HOUR_NS),
+    "groupby-orderby-limit": QuerySpec("groupby-orderby-limit", 1, 0, 1 * HOUR_NS),
 }
-TSBS_HOSTS = {"single-groupby-1-1-1": 1, "high-cpu-1": 1, "cpu-max-all-1": 1}
+QUERY_TYPES = list(QUERY_SPECS)
+
+
+def spec(query_type: str) -> QuerySpec:
+    try:
+        return QUERY_SPECS[query_type]
+    except KeyError:
+        raise ValueError(f"unknown query type {query_type!r}; known: {', '.join(QUERY_TYPES)}") from None
 
 
 # ------------------------------------------------------------------ Go's math/rand, bit for bit
@@ -169,8 +198,9 @@ class GoRand:
         return self.int31n(n) if n <= (1 << 31) - 1 else self.int63n(n)
 
 
-def go_rng_cooked() -> list[int] | None:
-    """The rngCooked table of Go's math/rand, read from the installed Go's source."""
+@functools.lru_cache(maxsize=1)
+def go_rng_cooked() -> tuple[int, ...] | None:
+    """The rngCooked table of Go's math/rand, read from the installed Go's source (once)."""
     candidates = []
     if os.environ.get("GOROOT"):
         candidates.append(os.environ["GOROOT"])
@@ -185,14 +215,15 @@ def go_rng_cooked() -> list[int] | None:
     for root in candidates:
         path = os.path.join(root, "src", "math", "rand", "rng.go")
         try:
-            text = open(path).read()
+            with open(path) as f:
+                text = f.read()
         except OSError:
             continue
         m = re.search(r"rngCooked \[rngLen\]int64 = \[\.\.\.\]int64\{(.*?)\}", text, re.S)
         if m:
             nums = [int(v) for v in re.findall(r"-?\d+", m.group(1))]
             if len(nums) == GoRand.LEN:
-                return nums
+                return tuple(nums)
     return None
 
 
@@ -245,6 +276,8 @@ def generate_params(query_type: str, n: int, seed: int, scale: int, data_start_n
         return start // 1000 * 1000, end // 1000 * 1000  # goTimeFmt keeps microseconds
 
     def rand_hosts(k: int) -> list[str]:
+        if k > scale:  # TSBS: "number of hosts cannot be larger than scale"
+            raise ValueError(f"{query_type} draws {k} hosts but the data has {scale} (--scale)")
         seen, out = set(), []
         for _ in range(k):
             while True:
@@ -255,23 +288,20 @@ def generate_params(query_type: str, n: int, seed: int, scale: int, data_start_n
                     break
         return out
 
+    qs = spec(query_type)
     out = []
     for _ in range(n):
         p = Params(query_type, data_start_ns=data_start_ns, data_end_ns=data_end_ns)
-        if query_type == "lastpoint":
+        if qs.shape == "lastpoint":
             pass
-        elif query_type == "high-cpu-1":  # TimescaleDB's HighCPUForHosts: hosts, then window
-            p.hosts = rand_hosts(TSBS_HOSTS[query_type])
-            p.start_ns, p.end_ns = rand_window(TSBS_WINDOW_NS[query_type])
-        elif query_type == "groupby-orderby-limit":
-            _, p.end_ns = rand_window(TSBS_WINDOW_NS[query_type])
-        elif query_type == "double-groupby-1":
-            p.start_ns, p.end_ns = rand_window(TSBS_WINDOW_NS[query_type])
-        elif query_type in ("single-groupby-1-1-1", "cpu-max-all-1"):  # window, then hosts
-            p.start_ns, p.end_ns = rand_window(TSBS_WINDOW_NS[query_type])
-            p.hosts = rand_hosts(TSBS_HOSTS[query_type])
-        else:
-            raise ValueError(f"unknown query type {query_type}")
+        elif qs.shape == "high-cpu":  # TimescaleDB's HighCPUForHosts: hosts (if any), then window
+            p.hosts = rand_hosts(qs.hosts)
+            p.start_ns, p.end_ns = rand_window(qs.window_ns)
+        elif qs.shape == "groupby-orderby-limit":
+            _, p.end_ns = rand_window(qs.window_ns)
+        else:  # single-groupby, double-groupby, cpu-max-all: window, then hosts (if any)
+            p.start_ns, p.end_ns = rand_window(qs.window_ns)
+            p.hosts = rand_hosts(qs.hosts)
         out.append(p)
     return out, kind
 
@@ -296,53 +326,43 @@ def _bucket(unit: str, bucket_fn: str) -> str:
     raise ValueError(bucket_fn)
 
 
-def lastpoint_sql(p: Params | None = None) -> str:
-    return f"SELECT DISTINCT ON (hostname) {', '.join(ROW_COLUMNS)} FROM cpu ORDER BY hostname, time DESC"
+def _quoted(values: list[str]) -> str:
+    return ", ".join(f"'{v}'" for v in values)
 
 
-def single_groupby_sql(p: Params, bucket_fn: str = "date_trunc") -> str:
-    return (f"SELECT {_bucket('minute', bucket_fn)} AS minute, max(usage_user) AS max_usage_user "
-            f"FROM cpu WHERE {host_clause(p.hosts)} AND time >= '{ts_literal(p.start_ns)}' "
-            f"AND time < '{ts_literal(p.end_ns)}' GROUP BY minute ORDER BY minute ASC")
+def _aggs(fn: str, prefix: str, fields: list[str]) -> str:
+    return ", ".join(f"{fn}({f}) AS {prefix}_{f}" for f in fields)
 
 
-def double_groupby_sql(p: Params, bucket_fn: str = "date_trunc") -> str:
-    return (f"SELECT {_bucket('hour', bucket_fn)} AS hour, hostname, avg(usage_user) AS mean_usage_user "
-            f"FROM cpu WHERE time >= '{ts_literal(p.start_ns)}' AND time < '{ts_literal(p.end_ns)}' "
-            f"GROUP BY hour, hostname ORDER BY hour, hostname")
-
-
-def high_cpu_sql(p: Params, bucket_fn: str = "date_trunc") -> str:
-    return (f"SELECT {', '.join(ROW_COLUMNS)} FROM cpu WHERE usage_user > 90.0 "
-            f"AND time >= '{ts_literal(p.start_ns)}' AND time < '{ts_literal(p.end_ns)}' "
-            f"AND {host_clause(p.hosts)} ORDER BY hostname, time")
-
-
-def cpu_max_all_sql(p: Params, bucket_fn: str = "date_trunc") -> str:
-    aggs = ", ".join(f"max({f}) AS max_{f}" for f in FIELDS)
-    return (f"SELECT {_bucket('hour', bucket_fn)} AS hour, {aggs} FROM cpu "
-            f"WHERE {host_clause(p.hosts)} AND time >= '{ts_literal(p.start_ns)}' "
-            f"AND time < '{ts_literal(p.end_ns)}' GROUP BY hour ORDER BY hour")
-
-
-def groupby_orderby_limit_sql(p: Params, bucket_fn: str = "date_trunc") -> str:
-    return (f"SELECT {_bucket('minute', bucket_fn)} AS minute, max(usage_user) AS max_usage_user "
-            f"FROM cpu WHERE time < '{ts_literal(p.end_ns)}' "
-            f"GROUP BY minute ORDER BY minute DESC LIMIT 5")
+def _window(p: Params, col: str = "time") -> str:
+    return f"{col} >= '{ts_literal(p.start_ns)}' AND {col} < '{ts_literal(p.end_ns)}'"
 
 
 def standard_sql(query_type: str, p: Params, bucket_fn: str = "date_trunc") -> str:
     """The one SQL text Tempora, DuckDB and PostgreSQL run (TSBS's TimescaleDB text, date_trunc
     form, hostname as a column, explicit column lists, ORDER BY on high-cpu)."""
-    if query_type == "lastpoint":
-        return lastpoint_sql(p)
-    return {
-        "single-groupby-1-1-1": single_groupby_sql,
-        "double-groupby-1": double_groupby_sql,
-        "high-cpu-1": high_cpu_sql,
-        "cpu-max-all-1": cpu_max_all_sql,
-        "groupby-orderby-limit": groupby_orderby_limit_sql,
-    }[query_type](p, bucket_fn)
+    qs = spec(query_type)
+    hosts = f"{host_clause(p.hosts)} AND " if p.hosts else ""
+    if qs.shape == "lastpoint":
+        return f"SELECT DISTINCT ON (hostname) {', '.join(ROW_COLUMNS)} FROM cpu ORDER BY hostname, time DESC"
+    if qs.shape == "single-groupby":
+        return (f"SELECT {_bucket('minute', bucket_fn)} AS minute, {_aggs('max', 'max', qs.fields)} "
+                f"FROM cpu WHERE {hosts}{_window(p)} GROUP BY minute ORDER BY minute ASC")
+    if qs.shape == "double-groupby":
+        return (f"SELECT {_bucket('hour', bucket_fn)} AS hour, hostname, {_aggs('avg', 'mean', qs.fields)} "
+                f"FROM cpu WHERE {_window(p)} GROUP BY hour, hostname ORDER BY hour, hostname")
+    if qs.shape == "high-cpu":
+        hosts = f" AND {host_clause(p.hosts)}" if p.hosts else ""
+        return (f"SELECT {', '.join(ROW_COLUMNS)} FROM cpu WHERE usage_user > 90.0 AND {_window(p)}{hosts} "
+                f"ORDER BY hostname, time")
+    if qs.shape == "cpu-max-all":
+        return (f"SELECT {_bucket('hour', bucket_fn)} AS hour, {_aggs('max', 'max', qs.fields)} FROM cpu "
+                f"WHERE {hosts}{_window(p)} GROUP BY hour ORDER BY hour")
+    if qs.shape == "groupby-orderby-limit":
+        return (f"SELECT {_bucket('minute', bucket_fn)} AS minute, max(usage_user) AS max_usage_user "
+                f"FROM cpu WHERE time < '{ts_literal(p.end_ns)}' "
+                f"GROUP BY minute ORDER BY minute DESC LIMIT 5")
+    raise ValueError(query_type)
 
 
 # Short names for correctness tests.
@@ -361,25 +381,24 @@ def _ch_ts(ns: int) -> str:
 
 
 def clickhouse_sql(query_type: str, p: Params) -> str:
-    hosts = ", ".join(f"'{h}'" for h in p.hosts)
-    if query_type == "lastpoint":
+    qs = spec(query_type)
+    hosts = f"hostname IN ({_quoted(p.hosts)}) AND " if p.hosts else ""
+    window = f"time >= {_ch_ts(p.start_ns)} AND time < {_ch_ts(p.end_ns)}"
+    if qs.shape == "lastpoint":
         return f"SELECT {', '.join(ROW_COLUMNS)} FROM cpu ORDER BY hostname, time DESC LIMIT 1 BY hostname"
-    if query_type == "single-groupby-1-1-1":
-        return (f"SELECT toStartOfMinute(time) AS minute, max(usage_user) AS max_usage_user FROM cpu "
-                f"WHERE hostname IN ({hosts}) AND time >= {_ch_ts(p.start_ns)} AND time < {_ch_ts(p.end_ns)} "
-                f"GROUP BY minute ORDER BY minute ASC")
-    if query_type == "double-groupby-1":
-        return (f"SELECT toStartOfHour(time) AS hour, hostname, avg(usage_user) AS mean_usage_user FROM cpu "
-                f"WHERE time >= {_ch_ts(p.start_ns)} AND time < {_ch_ts(p.end_ns)} "
-                f"GROUP BY hour, hostname ORDER BY hour, hostname")
-    if query_type == "high-cpu-1":
-        return (f"SELECT {', '.join(ROW_COLUMNS)} FROM cpu WHERE usage_user > 90.0 AND hostname IN ({hosts}) "
-                f"AND time >= {_ch_ts(p.start_ns)} AND time < {_ch_ts(p.end_ns)} ORDER BY hostname, time")
-    if query_type == "cpu-max-all-1":
-        aggs = ", ".join(f"max({f}) AS max_{f}" for f in FIELDS)
-        return (f"SELECT toStartOfHour(time) AS hour, {aggs} FROM cpu WHERE hostname IN ({hosts}) "
-                f"AND time >= {_ch_ts(p.start_ns)} AND time < {_ch_ts(p.end_ns)} GROUP BY hour ORDER BY hour")
-    if query_type == "groupby-orderby-limit":
+    if qs.shape == "single-groupby":
+        return (f"SELECT toStartOfMinute(time) AS minute, {_aggs('max', 'max', qs.fields)} FROM cpu "
+                f"WHERE {hosts}{window} GROUP BY minute ORDER BY minute ASC")
+    if qs.shape == "double-groupby":
+        return (f"SELECT toStartOfHour(time) AS hour, hostname, {_aggs('avg', 'mean', qs.fields)} FROM cpu "
+                f"WHERE {window} GROUP BY hour, hostname ORDER BY hour, hostname")
+    if qs.shape == "high-cpu":
+        return (f"SELECT {', '.join(ROW_COLUMNS)} FROM cpu WHERE usage_user > 90.0 AND {hosts}{window} "
+                f"ORDER BY hostname, time")
+    if qs.shape == "cpu-max-all":
+        return (f"SELECT toStartOfHour(time) AS hour, {_aggs('max', 'max', qs.fields)} FROM cpu "
+                f"WHERE {hosts}{window} GROUP BY hour ORDER BY hour")
+    if qs.shape == "groupby-orderby-limit":
         return (f"SELECT toStartOfMinute(time) AS minute, max(usage_user) AS max_usage_user FROM cpu "
                 f"WHERE time < {_ch_ts(p.end_ns)} GROUP BY minute ORDER BY minute DESC LIMIT 5")
     raise ValueError(query_type)
@@ -390,32 +409,31 @@ def clickhouse_sql(query_type: str, p: Params) -> str:
 def questdb_sql(query_type: str, p: Params) -> str:
     """QuestDB idiom: designated timestamp `timestamp`, SAMPLE BY (calendar-aligned, UTC) and
     LATEST ON. Same columns, in the same order, as standard_sql."""
-    hosts = ", ".join(f"'{h}'" for h in p.hosts)
+    qs = spec(query_type)
+    hosts = f"hostname IN ({_quoted(p.hosts)}) AND " if p.hosts else ""
     cols = ", ".join(["timestamp AS time"] + TAGS + FIELDS)
-    s, e = ts_literal(p.start_ns), ts_literal(p.end_ns)
-    if query_type == "lastpoint":
+    window = f"timestamp >= '{ts_literal(p.start_ns)}' AND timestamp < '{ts_literal(p.end_ns)}'"
+    if qs.shape == "lastpoint":
         return (f"SELECT * FROM (SELECT {cols} FROM cpu LATEST ON timestamp PARTITION BY hostname) "
                 f"ORDER BY hostname")
-    if query_type == "single-groupby-1-1-1":
-        return (f"SELECT timestamp AS minute, max(usage_user) AS max_usage_user FROM cpu "
-                f"WHERE hostname IN ({hosts}) AND timestamp >= '{s}' AND timestamp < '{e}' "
-                f"SAMPLE BY 1m ALIGN TO CALENDAR")
-    if query_type == "double-groupby-1":
-        return (f"SELECT timestamp AS hour, hostname, avg(usage_user) AS mean_usage_user FROM cpu "
-                f"WHERE timestamp >= '{s}' AND timestamp < '{e}' SAMPLE BY 1h ALIGN TO CALENDAR "
-                f"ORDER BY hour, hostname")
-    if query_type == "high-cpu-1":
-        return (f"SELECT {cols} FROM cpu WHERE usage_user > 90.0 AND hostname IN ({hosts}) "
-                f"AND timestamp >= '{s}' AND timestamp < '{e}' ORDER BY hostname, time")
-    if query_type == "cpu-max-all-1":
-        aggs = ", ".join(f"max({f}) AS max_{f}" for f in FIELDS)
-        return (f"SELECT timestamp AS hour, {aggs} FROM cpu WHERE hostname IN ({hosts}) "
-                f"AND timestamp >= '{s}' AND timestamp < '{e}' SAMPLE BY 1h ALIGN TO CALENDAR")
-    if query_type == "groupby-orderby-limit":
+    if qs.shape == "single-groupby":  # the hosts together: SAMPLE BY groups by the time bucket only
+        return (f"SELECT timestamp AS minute, {_aggs('max', 'max', qs.fields)} FROM cpu "
+                f"WHERE {hosts}{window} SAMPLE BY 1m ALIGN TO CALENDAR")
+    if qs.shape == "double-groupby":
+        return (f"SELECT timestamp AS hour, hostname, {_aggs('avg', 'mean', qs.fields)} FROM cpu "
+                f"WHERE {window} SAMPLE BY 1h ALIGN TO CALENDAR ORDER BY hour, hostname")
+    if qs.shape == "high-cpu":
+        return (f"SELECT {cols} FROM cpu WHERE usage_user > 90.0 AND {hosts}{window} "
+                f"ORDER BY hostname, time")
+    if qs.shape == "cpu-max-all":
+        return (f"SELECT timestamp AS hour, {_aggs('max', 'max', qs.fields)} FROM cpu "
+                f"WHERE {hosts}{window} SAMPLE BY 1h ALIGN TO CALENDAR")
+    if qs.shape == "groupby-orderby-limit":
         # TSBS's QuestDB text ends in `SAMPLE BY 1m LIMIT 5`, which gives the 5 *earliest*
         # minutes; this gives the 5 latest, as every other system does.
         return (f"SELECT timestamp AS minute, max(usage_user) AS max_usage_user FROM cpu "
-                f"WHERE timestamp < '{e}' SAMPLE BY 1m ALIGN TO CALENDAR ORDER BY minute DESC LIMIT 5")
+                f"WHERE timestamp < '{ts_literal(p.end_ns)}' SAMPLE BY 1m ALIGN TO CALENDAR "
+                f"ORDER BY minute DESC LIMIT 5")
     raise ValueError(query_type)
 
 
@@ -428,6 +446,15 @@ def _vm_sel(metric_re: str, hosts: list[str]) -> str:
     return f'{{__name__=~"{metric_re}"{hc}}}'
 
 
+def _vm_names(fields: list[str]) -> str:
+    """The metric-name regex of these fields (VictoriaMetrics anchors it): cpu_usage_user,
+    cpu_usage_(user|system|...), or cpu_usage_.* for all ten."""
+    if len(fields) == len(FIELDS):
+        return "cpu_usage_.*"
+    short = [f.removeprefix("usage_") for f in fields]
+    return "cpu_usage_" + (short[0] if len(short) == 1 else "(" + "|".join(short) + ")")
+
+
 def victoriametrics_query(query_type: str, p: Params) -> dict:
     """The MetricsQL request for a query type: {path, params, shift_ms}. Approximate by nature:
     a range query evaluates `f(x[w])` at t over (t - w, t]; to get the SQL buckets [b, b + w),
@@ -436,42 +463,41 @@ def victoriametrics_query(query_type: str, p: Params) -> dict:
     as distinct (timestamp, hostname) keys, one per SQL row."""
     def floor(ns, w):
         return ns // w * w
-    ms = 10**6
-    if query_type == "lastpoint":
+
+    def buckets(w: int, q: str, first: int, last: int) -> dict:
+        ms = 10**6
+        return {"path": "/api/v1/query_range", "shift_ms": w // ms - 1, "params": {
+            "query": q, "start": f"{(first + w - ms) / 1e9:.3f}", "end": f"{(last + w - ms) / 1e9:.3f}",
+            "step": "1h" if w == HOUR_NS else f"{w // 10**9}s", "nocache": "1"}}
+    qs = spec(query_type)
+    names = _vm_names(qs.fields)
+    minute = 60 * 10**9
+    by_name = " by (__name__)" if qs.metrics > 1 else ""  # one series per field, when several
+    if qs.shape == "lastpoint":
         dur_s = (p.data_end_ns - p.data_start_ns) // 10**9
         return {"path": "/api/v1/query", "shift_ms": 0, "params": {
-            "query": f'last_over_time({_vm_sel("cpu_usage_.*", [])}[{dur_s}s])',
+            "query": f'last_over_time({_vm_sel(names, [])}[{dur_s}s])',
             "time": f"{p.data_end_ns / 1e9:.3f}"}}
-    if query_type in ("single-groupby-1-1-1", "groupby-orderby-limit"):
-        w = 60 * 10**9
-        if query_type == "single-groupby-1-1-1":
-            first, last = floor(p.start_ns, w), floor(p.end_ns - 1, w)
-            q = f'max(max_over_time({_vm_sel("cpu_usage_user", p.hosts)}[1m]))'
-        else:
-            last = floor(p.end_ns - 1, w)
-            first = last - 4 * w
-            q = f'max(max_over_time({_vm_sel("cpu_usage_user", [])}[1m]))'
-        return {"path": "/api/v1/query_range", "shift_ms": 60_000 - 1, "params": {
-            "query": q, "start": f"{(first + w - ms) / 1e9:.3f}", "end": f"{(last + w - ms) / 1e9:.3f}",
-            "step": "60s", "nocache": "1"}}
-    if query_type in ("double-groupby-1", "cpu-max-all-1"):
-        w = HOUR_NS
-        first, last = floor(p.start_ns, w), floor(p.end_ns - 1, w)
-        if query_type == "double-groupby-1":
-            q = f'avg(avg_over_time({_vm_sel("cpu_usage_user", [])}[1h])) by (hostname)'
-        else:
-            q = f'max(max_over_time({_vm_sel("cpu_usage_.*", p.hosts)}[1h])) by (__name__)'
-        return {"path": "/api/v1/query_range", "shift_ms": 3_600_000 - 1, "params": {
-            "query": q, "start": f"{(first + w - ms) / 1e9:.3f}", "end": f"{(last + w - ms) / 1e9:.3f}",
-            "step": "1h", "nocache": "1"}}
-    if query_type == "high-cpu-1":
+    if qs.shape == "single-groupby":
+        q = f'max(max_over_time({_vm_sel(names, p.hosts)}[1m])){by_name}'
+        return buckets(minute, q, floor(p.start_ns, minute), floor(p.end_ns - 1, minute))
+    if qs.shape == "groupby-orderby-limit":
+        last = floor(p.end_ns - 1, minute)
+        q = f'max(max_over_time({_vm_sel(names, [])}[1m]))'
+        return buckets(minute, q, last - 4 * minute, last)
+    if qs.shape == "double-groupby":
+        q = f'avg(avg_over_time({_vm_sel(names, [])}[1h])) by (hostname{", __name__" if by_name else ""})'
+        return buckets(HOUR_NS, q, floor(p.start_ns, HOUR_NS), floor(p.end_ns - 1, HOUR_NS))
+    if qs.shape == "cpu-max-all":
+        q = f'max(max_over_time({_vm_sel(names, p.hosts)}[1h])) by (__name__)'
+        return buckets(HOUR_NS, q, floor(p.start_ns, HOUR_NS), floor(p.end_ns - 1, HOUR_NS))
+    if qs.shape == "high-cpu":
         w = 10 * 10**9  # the data's interval: evaluate exactly at the points' timestamps
         first = -(-p.start_ns // w) * w
         last = floor(p.end_ns - 1, w)
-        sel = _vm_sel("cpu_usage_.*", p.hosts)
         cond = f'{_vm_sel("cpu_usage_user", p.hosts)} > 90'
         return {"path": "/api/v1/query_range", "shift_ms": 0, "params": {
-            "query": f"{sel} and on(hostname) ({cond})",
+            "query": f"{_vm_sel(names, p.hosts)} and on(hostname) ({cond})",
             "start": f"{first / 1e9:.3f}", "end": f"{last / 1e9:.3f}", "step": "10s", "nocache": "1"}}
     raise ValueError(query_type)
 
@@ -484,33 +510,35 @@ def influxql(query_type: str, p: Params) -> str:
     other system returns:
       - the bounds carry microseconds (ts_literal), as every other system's do here (TSBS's
         Influx generator cuts them to seconds);
-      - cpu-max-all-1 groups by time(1h): TSBS's Influx text says time(1m), while its comment
+      - cpu-max-all-H groups by time(1h): TSBS's Influx text says time(1m), while its comment
         and every other database's text say one hour;
       - groupby-orderby-limit adds ORDER BY time DESC: TSBS's `group by time(1m) limit 5`
         gives the 5 *earliest* minutes of the data (as QuestDB's text does), not the 5 latest.
     Results come back as series (one per GROUP BY tag value) of rows; influx_rows makes them
-    the standard rows: lastpoint and high-cpu-1 reordered into ROW_COLUMNS (SELECT * lists the
-    columns alphabetically; lastpoint's hostname is a series tag), double-groupby-1 flattened
-    into (hour, hostname, mean) rows in hour, hostname order, and the empty buckets that
+    the standard rows: lastpoint and high-cpu-* reordered into ROW_COLUMNS (SELECT * lists the
+    columns alphabetically; lastpoint's hostname is a series tag), double-groupby-M flattened
+    into (hour, hostname, means...) rows in hour, hostname order, and the empty buckets that
     GROUP BY time() fills with null (its default fill(null); SQL's GROUP BY has no row for
     them: a window starting in the last 10 s of a minute) dropped."""
-    hosts = "(" + " or ".join(f"hostname = '{h}'" for h in p.hosts) + ")"
-    s, e = ts_literal(p.start_ns), ts_literal(p.end_ns)
-    if query_type == "lastpoint":
+    qs = spec(query_type)
+    hosts = "(" + " or ".join(f"hostname = '{h}'" for h in p.hosts) + ") and " if p.hosts else ""
+    window = f"time >= '{ts_literal(p.start_ns)}' and time < '{ts_literal(p.end_ns)}'"
+
+    def aggs(fn):
+        return ",".join(f"{fn}({f})" for f in qs.fields)
+    if qs.shape == "lastpoint":
         return 'SELECT * from cpu group by "hostname" order by time desc limit 1'
-    if query_type == "single-groupby-1-1-1":
-        return (f"SELECT max(usage_user) from cpu where {hosts} and time >= '{s}' and time < '{e}' "
-                f"group by time(1m)")
-    if query_type == "double-groupby-1":
-        return (f"SELECT mean(usage_user) from cpu where time >= '{s}' and time < '{e}' "
-                f"group by time(1h),hostname")
-    if query_type == "high-cpu-1":
-        return f"SELECT * from cpu where usage_user > 90.0 and {hosts} and time >= '{s}' and time < '{e}'"
-    if query_type == "cpu-max-all-1":
-        aggs = ",".join(f"max({f})" for f in FIELDS)
-        return f"SELECT {aggs} from cpu where {hosts} and time >= '{s}' and time < '{e}' group by time(1h)"
-    if query_type == "groupby-orderby-limit":
-        return f"SELECT max(usage_user) from cpu WHERE time < '{e}' group by time(1m) order by time desc limit 5"
+    if qs.shape == "single-groupby":
+        return f"SELECT {aggs('max')} from cpu where {hosts}{window} group by time(1m)"
+    if qs.shape == "double-groupby":
+        return f"SELECT {aggs('mean')} from cpu where {window} group by time(1h),hostname"
+    if qs.shape == "high-cpu":
+        return f"SELECT * from cpu where usage_user > 90.0 and {hosts}{window}"
+    if qs.shape == "cpu-max-all":
+        return f"SELECT {aggs('max')} from cpu where {hosts}{window} group by time(1h)"
+    if qs.shape == "groupby-orderby-limit":
+        return (f"SELECT max(usage_user) from cpu WHERE time < '{ts_literal(p.end_ns)}' "
+                f"group by time(1m) order by time desc limit 5")
     raise ValueError(query_type)
 
 
@@ -521,7 +549,8 @@ def _ns_datetime(ns: int) -> datetime:
 
 def influx_rows(query_type: str, series: list[dict]) -> list:
     """InfluxDB's series (name, tags, columns, values; time as epoch ns) as the standard rows."""
-    if query_type in ("lastpoint", "high-cpu-1"):
+    shape = spec(query_type).shape
+    if shape in ("lastpoint", "high-cpu"):
         out = []
         for s in series:
             cols = s["columns"]
@@ -532,7 +561,7 @@ def influx_rows(query_type: str, series: list[dict]) -> list:
         out.sort(key=lambda r: (r[1], r[0]))  # hostname, time
         return out
     # GROUP BY time(): drop the empty buckets, rows whose aggregates are all null
-    if query_type == "double-groupby-1":
+    if shape == "double-groupby":
         out = [(_ns_datetime(v[0]), s.get("tags", {}).get("hostname"), *v[1:])
                for s in series for v in s["values"] if any(x is not None for x in v[1:])]
         out.sort(key=lambda r: (r[0], r[1]))
@@ -700,14 +729,15 @@ class VictoriaMetricsClient(Client):
                 rows.setdefault(key, {})[name] = float(val)
         def field_order(name):
             return FIELDS.index(name[4:]) if name.startswith("cpu_") and name[4:] in FIELDS else -1
-        with_host = qt in ("lastpoint", "high-cpu-1", "double-groupby-1")
+        shape = spec(qt).shape
+        with_host = shape in ("lastpoint", "high-cpu", "double-groupby")
         out = []
         for (ts_ms, host), vals in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][0])
-                                          if qt in ("lastpoint", "high-cpu-1") else kv[0]):
+                                          if shape in ("lastpoint", "high-cpu") else kv[0]):
             ts = datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc)
             values = [vals[k] for k in sorted(vals, key=field_order)]
             out.append((ts, host, *values) if with_host else (ts, *values))
-        if qt == "groupby-orderby-limit":
+        if shape == "groupby-orderby-limit":
             out.sort(key=lambda r: r[0], reverse=True)
         return out
 
@@ -776,7 +806,7 @@ SYSTEM_NOTES = {
                         "lastpoint = last_over_time over the whole data range; rows = (timestamp, host) keys"),
     "influxdb": ("InfluxDB 1.8.10 (inmem index, TSM files settled: cache written, fully compacted), InfluxQL "
                  "over HTTP GET /query (JSON, epoch=ns), one kept-alive connection; TSBS's Influx text but "
-                 "cpu-max-all-1 by 1h (TSBS: 1m) and groupby-orderby-limit ORDER BY time DESC (TSBS: the 5 "
+                 "cpu-max-all-* by 1h (TSBS: 1m) and groupby-orderby-limit ORDER BY time DESC (TSBS: the 5 "
                  "earliest minutes); series made into the standard rows, empty buckets (fill(null)) dropped"),
 }
 
@@ -975,7 +1005,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--system", choices=SYSTEMS)
     ap.add_argument("--query-type", action="append", choices=QUERY_TYPES,
-                    help="repeatable; default: all six")
+                    help="repeatable; default: all thirteen")
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--seed", type=int, default=123)

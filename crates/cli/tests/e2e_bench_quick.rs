@@ -36,7 +36,7 @@ fn the_quick_benchmark_runs_and_every_system_returns_the_same_rows() {
             .iter()
             .filter(|r| kind(r) == "query" && r["system"] == system)
             .count();
-        assert_eq!(n, 6, "{system}: {results}");
+        assert_eq!(n, 13, "{system}: the thirteen TSBS query types: {results}");
     }
     // Ingest, storage and memory records are written by the same run, and charted.
     for (k, n) in [("ingest", 1), ("storage", 2), ("memory", 2), ("machine", 1)] {
@@ -60,7 +60,7 @@ fn the_quick_benchmark_runs_and_every_system_returns_the_same_rows() {
 }
 
 /// The benchmark scripts' own unit tests (report tables and charts, the real-data compression
-/// mapping, the memory sampler), so that `cargo test` runs them too.
+/// mapping, the memory sampler, the query types' parameters, texts and rows), so that `cargo test` runs them too.
 #[test]
 fn the_benchmark_scripts_unit_tests_pass() {
     let bench = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench");
@@ -71,6 +71,7 @@ fn the_benchmark_scripts_unit_tests_pass() {
             "test_report",
             "test_compression",
             "test_rss_sampler",
+            "test_tsbs_queries",
         ])
         .current_dir(bench)
         .output()
