@@ -392,3 +392,67 @@ print(c.execute("DELETE FROM cpu WHERE host IN ('b') AND time BETWEEN '2016-01-0
     let s = Server::start(dir.path());
     assert_eq!(s.psql("ts", q), want, "after kill -9");
 }
+
+/// Runs each query three ways over the extended protocol: as written with text results, as
+/// written with binary results (both without parameters: the server executes those plans
+/// itself, crates/server/src/pg.rs `run_plan`), and with its literal 1 bound as a parameter
+/// (datafusion-postgres executes those). Prints one line per query with the three row lists,
+/// then runs a query that fails while it executes and one more after it on the same connection.
+const THREE_WAYS: &str = r#"
+import sys, json, psycopg
+qs = json.loads(sys.argv[2])
+with psycopg.connect(host="127.0.0.1", port=int(sys.argv[1]), dbname="ts", user="tempora", autocommit=True) as c:
+    for q in qs:
+        text = c.execute(q.replace("{one}", "1")).fetchall()
+        binary = c.cursor(binary=True).execute(q.replace("{one}", "1")).fetchall()
+        param = c.execute(q.replace("{one}", "%s::BIGINT"), (1,)).fetchall()
+        print(json.dumps([text == binary == param, len(text), repr(text)]))
+    try:
+        c.execute("SELECT CAST(host AS BIGINT) FROM cpu").fetchall()
+        print("no error")
+    except psycopg.Error as e:
+        print("error", e.sqlstate, str(e).splitlines()[0])
+    print(c.execute("SELECT count(*) FROM cpu").fetchone()[0])
+"#;
+
+#[test]
+fn extended_protocol_queries_answer_alike_in_text_binary_and_with_parameters() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    load_cpu(&s);
+    let queries = [
+        "SELECT host, time, usage FROM cpu WHERE usage > {one} ORDER BY host, time",
+        "SELECT host, count(*) AS n, avg(usage) AS a, max(time) AS t FROM cpu \
+         WHERE usage >= {one} GROUP BY host ORDER BY host",
+        "SELECT date_trunc('minute', time) AS m, max(usage) AS mx FROM cpu \
+         WHERE host = 'b' AND {one} = 1 GROUP BY m ORDER BY m DESC LIMIT 3",
+        "SELECT DISTINCT ON (host) host, time, usage FROM cpu WHERE {one} = 1 \
+         ORDER BY host, time DESC",
+        "SELECT host, usage FROM cpu WHERE usage > 1000 + {one}",
+    ];
+    let out = python(
+        THREE_WAYS,
+        &[&s.pg.to_string(), &serde_json::to_string(&queries).unwrap()],
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), queries.len() + 2, "{out}");
+    let rows: Vec<u64> = lines[..queries.len()]
+        .iter()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            assert_eq!(v[0], true, "text, binary and parameter rows differ: {l}");
+            v[1].as_u64().unwrap()
+        })
+        .collect();
+    assert_eq!(rows, [18, 2, 3, 2, 0], "{out}");
+    assert!(
+        lines[queries.len()].starts_with("error "),
+        "a failing execution is an error: {out}"
+    );
+    assert_eq!(
+        lines[queries.len() + 1],
+        "20",
+        "the connection still works: {out}"
+    );
+    s.stop();
+}
