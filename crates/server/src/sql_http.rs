@@ -102,8 +102,8 @@ async fn run(
     Ok((StatusCode::OK, [("Content-Type", ctype)], bytes).into_response())
 }
 
-/// Encodes a result as JSON (`{"columns": [{name, type}], "rows": [[…]]}`), CSV (header row,
-/// RFC 3339 UTC timestamps) or an Arrow IPC stream.
+/// Encodes a result as JSON (`{"columns": [{name, type}], "rows": [[…]]}`, see `json_body`),
+/// CSV (header row, RFC 3339 UTC timestamps) or an Arrow IPC stream.
 pub fn encode(
     format: &str,
     schema: &SchemaRef,
@@ -111,36 +111,7 @@ pub fn encode(
 ) -> Result<(&'static str, Vec<u8>), ServerError> {
     let arrow_err = |e: arrow::error::ArrowError| ServerError::Internal(e.to_string());
     match format {
-        "json" => {
-            let columns: Vec<_> = schema
-                .fields()
-                .iter()
-                .map(|f| serde_json::json!({"name": f.name(), "type": f.data_type().to_string()}))
-                .collect();
-            let mut w = arrow::json::ArrayWriter::new(Vec::new());
-            for b in batches {
-                w.write(b).map_err(arrow_err)?;
-            }
-            w.finish().map_err(arrow_err)?;
-            let buf = w.into_inner();
-            let objects: Vec<serde_json::Map<String, serde_json::Value>> = if buf.is_empty() {
-                Vec::new()
-            } else {
-                serde_json::from_slice(&buf).map_err(|e| ServerError::Internal(e.to_string()))?
-            };
-            let rows: Vec<Vec<serde_json::Value>> = objects
-                .into_iter()
-                .map(|mut o| {
-                    schema
-                        .fields()
-                        .iter()
-                        .map(|f| o.remove(f.name()).unwrap_or(serde_json::Value::Null))
-                        .collect()
-                })
-                .collect();
-            let body = serde_json::json!({ "columns": columns, "rows": rows });
-            Ok(("application/json", serde_json::to_vec(&body).expect("json")))
-        }
+        "json" => Ok(("application/json", json_body(schema, batches)?)),
         "csv" => {
             let mut w = arrow::csv::WriterBuilder::new()
                 .with_header(true)
@@ -171,5 +142,139 @@ pub fn encode(
         other => Err(ServerError::BadRequest(format!(
             "unknown format {other:?}: expected json, csv or arrow"
         ))),
+    }
+}
+
+/// `{"columns": [{"name", "type"}], "rows": [[v, …], …]}`: each value as arrow-json encodes it
+/// (RFC 3339 timestamps, numbers as numbers, NaN and infinities as null), a null as `null`, the
+/// values of a row in the schema's order, so columns with the same name keep their own values.
+///
+/// Rows are written straight into the body, one value at a time: no intermediate JSON objects.
+/// The body is about the size of the JSON text; building `serde_json` values for every row
+/// (as this did before) took about 900 MB of memory for 45,000 rows of 21 columns.
+fn json_body(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Vec<u8>, ServerError> {
+    use arrow::json::writer::{EncoderOptions, make_encoder};
+    let arrow_err = |e: arrow::error::ArrowError| ServerError::Internal(e.to_string());
+    let columns: Vec<_> = schema
+        .fields()
+        .iter()
+        .map(|f| serde_json::json!({"name": f.name(), "type": f.data_type().to_string()}))
+        .collect();
+    let mut out = b"{\"columns\":".to_vec();
+    serde_json::to_writer(&mut out, &columns).expect("column names encode");
+    out.extend_from_slice(b",\"rows\":[");
+    let options = EncoderOptions::default();
+    let mut first_row = true;
+    for batch in batches {
+        let batch_schema = batch.schema();
+        let mut encoders = batch_schema
+            .fields()
+            .iter()
+            .zip(batch.columns())
+            .map(|(f, a)| make_encoder(f, a.as_ref(), &options))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(arrow_err)?;
+        for row in 0..batch.num_rows() {
+            if !std::mem::take(&mut first_row) {
+                out.push(b',');
+            }
+            out.push(b'[');
+            for (i, e) in encoders.iter_mut().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                if e.is_null(row) {
+                    out.extend_from_slice(b"null");
+                } else {
+                    e.encode(row, &mut out);
+                }
+            }
+            out.push(b']');
+        }
+    }
+    out.extend_from_slice(b"]}");
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{ArrayRef, Float64Array, Int64Array, StringArray, TimestampNanosecondArray};
+    use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+
+    use super::*;
+
+    fn batch(schema: &SchemaRef, cols: Vec<ArrayRef>) -> RecordBatch {
+        RecordBatch::try_new(schema.clone(), cols).unwrap()
+    }
+
+    fn json(schema: &SchemaRef, batches: &[RecordBatch]) -> serde_json::Value {
+        let (ctype, body) = encode("json", schema, batches).unwrap();
+        assert_eq!(ctype, "application/json");
+        serde_json::from_slice(&body).expect("the body is one JSON document")
+    }
+
+    #[test]
+    fn json_rows_keep_types_nulls_order_and_duplicate_names() {
+        let utc = DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into()));
+        let schema: SchemaRef = Arc::new(Schema::new(vec![
+            Field::new("time", utc, true),
+            Field::new("host", DataType::Utf8, true),
+            Field::new("v", DataType::Float64, true),
+            Field::new("v", DataType::Int64, true),
+        ]));
+        let ts = |v: Vec<Option<i64>>| {
+            Arc::new(TimestampNanosecondArray::from(v).with_timezone("UTC")) as ArrayRef
+        };
+        let first = batch(
+            &schema,
+            vec![
+                ts(vec![Some(1_451_606_400_000_000_000), None]),
+                Arc::new(StringArray::from(vec![Some("a \"q\"\n"), None])),
+                Arc::new(Float64Array::from(vec![Some(16.0), Some(f64::NAN)])),
+                Arc::new(Int64Array::from(vec![Some(i64::MAX), None])),
+            ],
+        );
+        let second = batch(
+            &schema,
+            vec![
+                ts(vec![Some(1_451_606_400_123_456_000)]),
+                Arc::new(StringArray::from(vec![Some("é")])),
+                Arc::new(Float64Array::from(vec![Some(-0.5)])),
+                Arc::new(Int64Array::from(vec![Some(-1)])),
+            ],
+        );
+        let v = json(&schema, &[first, second]);
+        let columns: Vec<(&str, &str)> = v["columns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["name"].as_str().unwrap(), c["type"].as_str().unwrap()))
+            .collect();
+        assert_eq!(columns[0].0, "time");
+        assert_eq!(
+            &columns[1..],
+            [("host", "Utf8"), ("v", "Float64"), ("v", "Int64")]
+        );
+        assert_eq!(
+            v["rows"],
+            serde_json::json!([
+                ["2016-01-01T00:00:00Z", "a \"q\"\n", 16.0, i64::MAX],
+                [null, null, null, null],
+                ["2016-01-01T00:00:00.123456Z", "é", -0.5, -1],
+            ])
+        );
+    }
+
+    #[test]
+    fn json_with_no_rows_has_columns_and_an_empty_row_list() {
+        let schema: SchemaRef = Arc::new(Schema::new(vec![Field::new("n", DataType::Int64, true)]));
+        let empty = batch(&schema, vec![Arc::new(Int64Array::from(Vec::<i64>::new()))]);
+        for batches in [vec![], vec![empty]] {
+            let v = json(&schema, &batches);
+            assert_eq!(v["rows"], serde_json::json!([]));
+            assert_eq!(v["columns"][0]["name"], "n");
+        }
     }
 }
