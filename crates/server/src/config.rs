@@ -35,6 +35,7 @@ pub struct Config {
     pub series_cache_bytes: usize,
     /// Memory for recently read data files and their footers (bytes; 0 = no cache).
     pub file_cache_bytes: usize,
+    pub decoded_cache_bytes: usize,
     /// Memory all queries may hold together (bytes).
     pub query_memory_bytes: usize,
     /// Memory one query may hold (bytes); clients may ask for less.
@@ -63,6 +64,7 @@ impl Default for Config {
             workers: 0,
             series_cache_bytes: 1 << 30,
             file_cache_bytes: 256 << 20,
+            decoded_cache_bytes: 256 << 20,
             query_memory_bytes: 2 << 30,
             query_memory_limit_bytes: 1 << 30,
             query_timeout_secs: 300,
@@ -144,6 +146,7 @@ impl Config {
             "workers" => self.workers = num(value)?,
             "series_cache_bytes" => self.series_cache_bytes = num(value)?,
             "file_cache_bytes" => self.file_cache_bytes = num(value)?,
+            "decoded_cache_bytes" => self.decoded_cache_bytes = num(value)?,
             "query_memory_bytes" => self.query_memory_bytes = num(value)?,
             "query_memory_limit_bytes" => self.query_memory_limit_bytes = num(value)?,
             "query_timeout_secs" => self.query_timeout_secs = num(value)? as u64,

@@ -54,6 +54,7 @@ fn engine_options(c: &Config) -> Result<EngineOptions, ServerError> {
     o.wal_sync = c.sync_policy().map_err(ServerError::BadRequest)?;
     o.index_cache_bytes = c.series_cache_bytes;
     o.sst_cache_bytes = c.file_cache_bytes;
+    o.decoded_cache_bytes = c.decoded_cache_bytes;
     Ok(o)
 }
 

@@ -140,6 +140,8 @@ pub(crate) struct Shared {
     pub index_cache: Arc<crate::index_cache::IndexCache>,
     /// Data files recently read by queries (compaction reads around it).
     pub sst_cache: crate::sst_cache::SstCache,
+    /// Decoded column chunks recently read by queries.
+    pub decoded_cache: crate::decoded_cache::DecodedCache,
 }
 
 /// Interval assumed for a source never measured (1 s).
@@ -336,6 +338,7 @@ impl Engine {
         }
         let opts_cache_bytes = opts.index_cache_bytes;
         let sst_cache = crate::sst_cache::SstCache::new(opts.sst_cache_bytes);
+        let decoded_cache = crate::decoded_cache::DecodedCache::new(opts.decoded_cache_bytes);
         let shared = Arc::new(Shared {
             worker_bytes: (0..opts.workers).map(|_| AtomicUsize::new(0)).collect(),
             balancer: Mutex::new(FrequencyBalancer::new(opts.workers)),
@@ -351,6 +354,7 @@ impl Engine {
             compaction_lock: Mutex::new(()),
             index_cache: crate::index_cache::IndexCache::new(opts_cache_bytes),
             sst_cache,
+            decoded_cache,
         });
         crate::replay::load_manifest_state(&shared)?;
         let (wals, replayed) = crate::replay::replay_wals(&shared, io.wals.as_ref())?;

@@ -18,6 +18,7 @@
 
 pub mod clock;
 mod compaction;
+pub mod decoded_cache;
 mod delete;
 mod engine;
 pub mod error;

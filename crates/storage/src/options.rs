@@ -56,6 +56,9 @@ pub struct EngineOptions {
     /// Memory for recently read data files and their decoded footers (the data-file cache,
     /// [`crate::sst_cache`]); 0 reads every file from storage each time.
     pub sst_cache_bytes: usize,
+    /// Memory for decoded column chunks of data files that queries read (the decoded-column
+    /// cache, [`crate::decoded_cache`]); 0 decodes every read.
+    pub decoded_cache_bytes: usize,
 }
 
 pub const HOUR_NS: i64 = 3_600_000_000_000;
@@ -87,6 +90,7 @@ impl Default for EngineOptions {
             maintenance_interval: Duration::from_secs(60),
             index_cache_bytes: 1 << 30,
             sst_cache_bytes: 256 << 20,
+            decoded_cache_bytes: 256 << 20,
         }
     }
 }

@@ -25,7 +25,7 @@ use crate::engine::{Engine, Shared};
 use crate::error::{Result, StorageError};
 use crate::region::{Region, RegionSnapshot};
 use crate::run::{SortedRun, merge_runs};
-use crate::sst::{SstFilter, read_sst};
+use crate::sst::{SstFilter, read_sst_cached};
 use crate::table::Table;
 use crate::tombstone;
 
@@ -384,7 +384,7 @@ pub(crate) fn scan_region(
     let filter = SstFilter { time, keys };
     for f in &rs.snap.files {
         let file = shared.sst_cache.get(&shared.store, &f.meta.path)?;
-        let run = read_sst(&f.meta.path, &file, fields, &filter)?;
+        let run = read_sst_cached(&f.meta.path, &file, fields, &filter, &shared.decoded_cache)?;
         let tombs = tombstone::for_file(&rs.snap.tombstones, &f.meta);
         runs.push(tombstone::apply_to_run(run, &tombs)?);
     }

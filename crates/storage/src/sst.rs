@@ -225,10 +225,49 @@ pub fn read_sst(
         path: path.to_string(),
         source: e,
     };
+    let (row_groups, wanted) = selection(file, fields, filter)?;
     let builder =
         ParquetRecordBatchReaderBuilder::new_with_metadata(file.data.clone(), file.meta.clone());
-    let file_schema = builder.schema().clone();
-    let meta = builder.metadata().clone();
+    let mask = ProjectionMask::roots(builder.parquet_schema(), wanted);
+    let reader = builder
+        .with_row_groups(row_groups)
+        .with_projection(mask)
+        .build()
+        .map_err(perr)?;
+    // Streams: each batch is converted (and filtered) before the next is decoded.
+    to_run(
+        reader.map(|b| b.map_err(StorageError::from)),
+        fields,
+        filter,
+    )
+}
+
+/// [`read_sst`] through the decoded-column cache: the same rows, with the row groups' column
+/// chunks taken from `cache` where they are and decoded (and kept) where they are not.
+pub fn read_sst_cached(
+    path: &str,
+    file: &CachedSst,
+    fields: &[(String, FieldType)],
+    filter: &SstFilter,
+    cache: &crate::decoded_cache::DecodedCache,
+) -> Result<SortedRun> {
+    let (row_groups, wanted) = selection(file, fields, filter)?;
+    let batches = row_groups
+        .into_iter()
+        .map(|rg| cache.row_group(path, file, rg, &wanted));
+    to_run(batches, fields, filter)
+}
+
+/// The row groups a read needs (time and key statistics may overlap the filter) and the root
+/// columns it decodes: the key, time, seq and the fields asked for (not the tag columns, which
+/// exist for other tools, nor other fields), ascending.
+fn selection(
+    file: &CachedSst,
+    fields: &[(String, FieldType)],
+    filter: &SstFilter,
+) -> Result<(Vec<usize>, Vec<usize>)> {
+    let file_schema = file.meta.schema();
+    let meta = file.meta.metadata();
     let time_idx = file_schema.index_of(TIME_COLUMN)?;
     let key_idx = file_schema.index_of(PRIMARY_KEY_COLUMN)?;
     let row_groups: Vec<usize> = (0..meta.num_row_groups())
@@ -255,8 +294,6 @@ pub fn read_sst(
             time_ok && keys_ok
         })
         .collect();
-    // Decode only the key, time, seq and the fields asked for (not the tag columns, which
-    // exist for other tools, nor other fields).
     let wanted: Vec<usize> = file_schema
         .fields()
         .iter()
@@ -270,17 +307,19 @@ pub fn read_sst(
         })
         .map(|(i, _)| i)
         .collect();
-    let mask = ProjectionMask::roots(builder.parquet_schema(), wanted);
-    let reader = builder
-        .with_row_groups(row_groups)
-        .with_projection(mask)
-        .build()
-        .map_err(perr)?;
+    Ok((row_groups, wanted))
+}
+
+/// Decoded batches of a file (key, time, seq, fields) as a run: filtered, keys ranked.
+fn to_run(
+    decoded: impl Iterator<Item = Result<RecordBatch>>,
+    fields: &[(String, FieldType)],
+    filter: &SstFilter,
+) -> Result<SortedRun> {
     let mut keys: Vec<Bytes> = Vec::new();
     let mut batches = Vec::new();
-    for b in reader {
-        let b = b?;
-        if let Some(rb) = convert_batch(&b, fields, filter, &mut keys)? {
+    for b in decoded {
+        if let Some(rb) = convert_batch(&b?, fields, filter, &mut keys)? {
             batches.push(rb);
         }
     }
