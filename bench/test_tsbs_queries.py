@@ -41,9 +41,7 @@ def rows_table() -> list[tuple]:
     return rows
 
 
-def ts(ns: int) -> datetime:
-    sec, rem = divmod(ns, 10**9)
-    return datetime.fromtimestamp(sec, tz=timezone.utc).replace(microsecond=rem // 1000)
+ts = tq._ns_datetime  # epoch ns -> UTC datetime, as the runner converts InfluxDB's times
 
 
 def reference(qt: str, p: tq.Params, rows: list[tuple]) -> list[tuple]:

@@ -412,7 +412,7 @@ def questdb_sql(query_type: str, p: Params) -> str:
     qs = spec(query_type)
     hosts = f"hostname IN ({_quoted(p.hosts)}) AND " if p.hosts else ""
     cols = ", ".join(["timestamp AS time"] + TAGS + FIELDS)
-    window = f"timestamp >= '{ts_literal(p.start_ns)}' AND timestamp < '{ts_literal(p.end_ns)}'"
+    window = _window(p, "timestamp")
     if qs.shape == "lastpoint":
         return (f"SELECT * FROM (SELECT {cols} FROM cpu LATEST ON timestamp PARTITION BY hostname) "
                 f"ORDER BY hostname")

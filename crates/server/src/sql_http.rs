@@ -102,6 +102,10 @@ async fn run(
     Ok((StatusCode::OK, [("Content-Type", ctype)], bytes).into_response())
 }
 
+fn arrow_err(e: arrow::error::ArrowError) -> ServerError {
+    ServerError::Internal(e.to_string())
+}
+
 /// Encodes a result as JSON (`{"columns": [{name, type}], "rows": [[…]]}`, see `json_body`),
 /// CSV (header row, RFC 3339 UTC timestamps) or an Arrow IPC stream.
 pub fn encode(
@@ -109,7 +113,6 @@ pub fn encode(
     schema: &SchemaRef,
     batches: &[RecordBatch],
 ) -> Result<(&'static str, Vec<u8>), ServerError> {
-    let arrow_err = |e: arrow::error::ArrowError| ServerError::Internal(e.to_string());
     match format {
         "json" => Ok(("application/json", json_body(schema, batches)?)),
         "csv" => {
@@ -154,7 +157,6 @@ pub fn encode(
 /// (as this did before) took about 900 MB of memory for 45,000 rows of 21 columns.
 fn json_body(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Vec<u8>, ServerError> {
     use arrow::json::writer::{EncoderOptions, make_encoder};
-    let arrow_err = |e: arrow::error::ArrowError| ServerError::Internal(e.to_string());
     let columns: Vec<_> = schema
         .fields()
         .iter()
