@@ -44,6 +44,17 @@ impl TableSchema {
         }
     }
 
+    /// A schema of the given columns, in order (names are not checked: for tests and tools).
+    pub fn with_columns(name: &str, columns: Vec<(String, ColumnKind)>) -> Self {
+        let mut s = Self {
+            name: name.to_string(),
+            columns,
+            by_name: HashMap::new(),
+        };
+        s.reindex();
+        s
+    }
+
     /// Rebuilds the name lookup after deserialisation.
     pub fn reindex(&mut self) {
         self.by_name = self

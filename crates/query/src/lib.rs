@@ -16,6 +16,7 @@ pub mod catalog;
 pub mod convert;
 pub mod delete;
 pub mod error;
+pub mod fast;
 pub mod fill;
 pub mod functions;
 pub mod insert;

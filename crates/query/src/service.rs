@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use arrow::array::RecordBatch;
@@ -20,6 +21,9 @@ use crate::insert::{parse_simple_insert, write_all_or_fail};
 use crate::limits::{QueryOptions, QueryPool};
 use crate::{SCHEMA, engine_table};
 
+/// Longest SQL text the fast path parses (longer texts go straight to DataFusion).
+pub const FAST_PATH_MAX_SQL: usize = 64 * 1024;
+
 /// Server-wide query limits.
 #[derive(Debug, Clone)]
 pub struct QueryLimits {
@@ -33,6 +37,8 @@ pub struct QueryLimits {
     pub target_partitions: usize,
     /// Answer latest-value queries from the last-value cache (see [`crate::latest_rule`]).
     pub last_value_cache: bool,
+    /// Answer bucket aggregates by the fast path (see [`crate::fast`]) instead of DataFusion.
+    pub fast_path: bool,
 }
 
 impl Default for QueryLimits {
@@ -43,6 +49,7 @@ impl Default for QueryLimits {
             timeout: Duration::from_secs(300),
             target_partitions: 2,
             last_value_cache: true,
+            fast_path: true,
         }
     }
 }
@@ -144,11 +151,7 @@ impl QueryService {
     /// own, capped at the query's limit and drawing from the server's pool.
     pub fn query_context(&self, db: &str, opts: &QueryOptions) -> Result<Arc<SessionContext>> {
         let base = self.context(db)?;
-        let limit = opts
-            .memory_bytes
-            .map_or(self.limits.query_memory_bytes, |m| {
-                m.min(self.limits.query_memory_bytes)
-            });
+        let limit = self.memory_for(opts);
         let runtime = RuntimeEnvBuilder::from_runtime_env(&self.runtime)
             .with_memory_pool(Arc::new(QueryPool::new(self.pool.clone(), limit)))
             .build_arc()?;
@@ -156,6 +159,14 @@ impl QueryService {
             .with_runtime_env(runtime)
             .build();
         Ok(Arc::new(SessionContext::new_with_state(state)))
+    }
+
+    /// The memory limit of a query: the client's, at most the server's.
+    pub fn memory_for(&self, opts: &QueryOptions) -> usize {
+        opts.memory_bytes
+            .map_or(self.limits.query_memory_bytes, |m| {
+                m.min(self.limits.query_memory_bytes)
+            })
     }
 
     /// The timeout of a query: the client's, at most the server's.
@@ -207,6 +218,76 @@ impl QueryService {
             .map_err(|e| QueryError::Sql(format!("insert task failed: {e}")))?
     }
 
+    /// `sql` as a fast-path query ([`crate::fast`]) of `db`, or `None` when the fast path is
+    /// off or the text is not of its shape.
+    pub fn recognize_fast(&self, db: &str, sql: &str) -> Option<crate::fast::FastQuery> {
+        let head = sql.trim_start();
+        let select = head.len() >= 6 && head[..6].eq_ignore_ascii_case("select");
+        if !self.limits.fast_path
+            || !select
+            || sql.len() > FAST_PATH_MAX_SQL
+            || !self.dbs.exists(db)
+        {
+            return None;
+        }
+        let engine = self.dbs.engine();
+        crate::fast::recognize(sql, &|t| engine.schema(&engine_table(db, t)))
+    }
+
+    /// Answers `sql` by the fast path when it has its shape; `None` leaves it to DataFusion
+    /// (not of the shape, or the fold bailed). Runs under the query's memory limit and
+    /// timeout; dropping the future stops the scan at its next region.
+    pub async fn try_fast_query(
+        &self,
+        db: &str,
+        sql: &str,
+        opts: &QueryOptions,
+    ) -> Option<Result<QueryOutput>> {
+        let q = self.recognize_fast(db, sql)?;
+        self.run_fast(db, q, opts).await
+    }
+
+    /// Runs a recognised query (see [`Self::try_fast_query`]).
+    pub async fn run_fast(
+        &self,
+        db: &str,
+        q: crate::fast::FastQuery,
+        opts: &QueryOptions,
+    ) -> Option<Result<QueryOutput>> {
+        struct CancelOnDrop(Arc<AtomicBool>);
+        impl Drop for CancelOnDrop {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Relaxed);
+            }
+        }
+        let engine = self.dbs.engine().clone();
+        let table = engine_table(db, &q.table);
+        let pool: Arc<dyn MemoryPool> =
+            Arc::new(QueryPool::new(self.pool.clone(), self.memory_for(opts)));
+        let cancel = Arc::new(AtomicBool::new(false));
+        let _stop = CancelOnDrop(cancel.clone());
+        let task = tokio::task::spawn_blocking(move || {
+            crate::fast::run::run_blocking(&engine, &table, &q, &pool, &cancel)
+        });
+        let timeout = self.timeout_for(opts);
+        let out = match tokio::time::timeout(timeout, task).await {
+            Err(_) => return Some(Err(QueryError::Timeout(timeout))),
+            Ok(Err(e)) => return Some(Err(QueryError::Sql(format!("query task failed: {e}")))),
+            Ok(Ok(r)) => r,
+        };
+        match out {
+            Ok(Some(batch)) => Some(match opts.max_rows {
+                Some(max) if batch.num_rows() > max => Err(QueryError::TooManyRows(max)),
+                _ => Ok(QueryOutput {
+                    schema: batch.schema(),
+                    batches: vec![batch],
+                }),
+            }),
+            Ok(None) => None,
+            Err(e) => Some(Err(e)),
+        }
+    }
+
     /// Runs one SQL text in `db` under the server's limits and collects its result.
     pub async fn sql(&self, db: &str, sql: &str, now_ns: i64) -> Result<QueryOutput> {
         self.sql_with(db, sql, now_ns, &QueryOptions::default())
@@ -224,6 +305,9 @@ impl QueryService {
     ) -> Result<QueryOutput> {
         if let Some(n) = self.try_fast_insert(db, sql, now_ns).await {
             return Ok(count_output(n?));
+        }
+        if let Some(out) = self.try_fast_query(db, sql, opts).await {
+            return out;
         }
         let ctx = self.query_context(db, opts)?;
         let rewritten = crate::rewrite_extensions(sql)?;

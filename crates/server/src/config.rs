@@ -44,6 +44,8 @@ pub struct Config {
     pub query_timeout_secs: u64,
     /// Rows in a SQL result sent over HTTP, at most.
     pub max_result_rows: usize,
+    /// Answer bucket aggregates without DataFusion's planner (`tempora_query::fast`).
+    pub query_fast_path: bool,
     /// `text` or `json` logs.
     pub log_format: String,
 }
@@ -69,6 +71,7 @@ impl Default for Config {
             query_memory_limit_bytes: 1 << 30,
             query_timeout_secs: 300,
             max_result_rows: 1_000_000,
+            query_fast_path: true,
             log_format: "text".into(),
         }
     }
@@ -151,6 +154,13 @@ impl Config {
             "query_memory_limit_bytes" => self.query_memory_limit_bytes = num(value)?,
             "query_timeout_secs" => self.query_timeout_secs = num(value)? as u64,
             "max_result_rows" => self.max_result_rows = num(value)?,
+            "query_fast_path" => {
+                self.query_fast_path = match value {
+                    "true" | "on" | "1" => true,
+                    "false" | "off" | "0" => false,
+                    _ => return Err(invalid("expected true or false")),
+                }
+            }
             "log_format" => self.log_format = value.into(),
             _ => {
                 return Err(ConfigError::Unknown {

@@ -15,6 +15,7 @@ pub mod import;
 pub mod influx;
 pub mod ops;
 pub mod pg;
+pub mod pg_fast;
 pub mod pg_limits;
 pub mod sql_http;
 pub mod state;
@@ -81,6 +82,7 @@ fn open(c: &Config) -> Result<Inner, ServerError> {
         memory_pool_bytes: c.query_memory_bytes,
         query_memory_bytes: c.query_memory_limit_bytes,
         timeout: std::time::Duration::from_secs(c.query_timeout_secs),
+        fast_path: c.query_fast_path,
         ..QueryLimits::default()
     };
     let query = QueryService::new(dbs, limits)?.with_context_hook(|ctx, db| {

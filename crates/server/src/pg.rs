@@ -21,7 +21,7 @@ use pgwire::api::auth::sasl::scram::{self, ScramAuth};
 use pgwire::api::auth::{
     AuthSource, DefaultServerParameterProvider, LoginInfo, Password, StartupHandler,
 };
-use pgwire::api::portal::Portal;
+use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{FieldInfo, Response};
 use pgwire::api::stmt::QueryParser;
@@ -30,8 +30,10 @@ use pgwire::api::{ClientInfo, ClientPortalStore, PgWireServerHandlers, Type};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
 use pgwire::types::format::FormatOptions;
-use tempora_query::QueryService;
+use tempora_query::fast::FastQuery;
+use tempora_query::{QueryOptions, QueryService};
 
+use crate::pg_fast;
 use crate::pg_limits::{self, CancelRegistry, Canceller, Guard};
 use crate::state::{Histogram, QueryGauges};
 
@@ -102,18 +104,44 @@ impl PgDispatch {
     ) -> PgWireResult<(Arc<SessionContext>, Guard)> {
         let opts = pg_limits::options(client);
         let ctx = self.query.query_context(db, &opts).map_err(user_error)?;
-        let timeout = self.query.timeout_for(&opts);
+        Ok((ctx, self.guard(client, &opts)))
+    }
+
+    /// The guard that stops a query of `client` at its deadline or on cancel.
+    fn guard<C: ClientInfo + ?Sized>(&self, client: &C, opts: &QueryOptions) -> Guard {
+        let timeout = self.query.timeout_for(opts);
         let running = Arc::new(self.gauges.start());
         // Stops are counted by the guard, not by the running-query drop.
         running.finish();
-        let guard = Guard {
+        Guard {
             deadline: tokio::time::Instant::now() + timeout,
             timeout,
             cancel: self.cancels.start_query(client),
             gauges: self.gauges.clone(),
             running,
+        }
+    }
+
+    /// Answers a recognised query by the fast path, in `format`; `None` when the fast path
+    /// turns it down (DataFusion answers then).
+    async fn fast<C: ClientInfo + ?Sized>(
+        &self,
+        client: &C,
+        db: &str,
+        q: FastQuery,
+        format: &Format,
+    ) -> Option<PgWireResult<Response>> {
+        let opts = pg_limits::options(client);
+        let guard = self.guard(client, &opts);
+        let out = tokio::select! {
+            r = self.query.run_fast(db, q, &opts) => r?,
+            e = guard.stop() => return Some(Err(e)),
         };
-        Ok((ctx, guard))
+        Some(match out {
+            Ok(out) => pg_fast::encode_output(client, out, format)
+                .map(|r| guard.response(Response::Query(r))),
+            Err(e) => Err(user_error(e)),
+        })
     }
 }
 
@@ -187,7 +215,13 @@ impl QueryParser for DispatchParser {
         C: ClientInfo + Unpin + Send + Sync,
     {
         let d = self.dispatch();
-        let svc = d.service(&d.database(client))?;
+        let db = d.database(client);
+        if let Some(q) = d.query.recognize_fast(&db, sql)
+            && let Some(stmt) = pg_fast::marker_statement(sql, &q)
+        {
+            return Ok(Some(stmt));
+        }
+        let svc = d.service(&db)?;
         let rewritten = tempora_query::rewrite_extensions(sql).map_err(user_error)?;
         let sql = rewritten.as_deref().unwrap_or(sql);
         svc.query_parser().parse_sql(client, sql, types).await
@@ -252,6 +286,11 @@ impl PgDispatch {
                 "SET",
             ))]);
         }
+        if let Some(q) = self.query.recognize_fast(&db, query)
+            && let Some(r) = self.fast(client, &db, q, &Format::UnifiedText).await
+        {
+            return r.map(|r| vec![r]);
+        }
         let rewritten = tempora_query::rewrite_extensions(query).map_err(user_error)?;
         let query = rewritten.as_deref().unwrap_or(query);
         let (svc, guard) = self.start_query(client, &db)?;
@@ -289,8 +328,29 @@ impl ExtendedQueryHandler for PgDispatch {
     {
         let started = std::time::Instant::now();
         let db = self.database(client);
+        let marker = plain_query(portal)
+            .filter(|p| pg_fast::is_marker(p))
+            .is_some();
+        if marker {
+            let sql = &portal.statement.statement.0;
+            let format = &portal.result_column_format;
+            if let Some(q) = self.query.recognize_fast(&db, sql)
+                && let Some(r) = self.fast(client, &db, q, format).await
+            {
+                self.latency.observe(started.elapsed());
+                return r;
+            }
+        }
         let (ctx, guard) = self.start_query(client, &db)?;
-        let r = if let Some(plan) = plain_query(portal) {
+        let r = if marker {
+            let sql = &portal.statement.statement.0;
+            tokio::select! {
+                r = pg_fast::run_text(&ctx, client, sql, &portal.result_column_format) => {
+                    r.map(|r| guard.response(Response::Query(r))).map_err(pg_limits::sqlstate)
+                }
+                e = guard.stop() => Err(e),
+            }
+        } else if let Some(plan) = plain_query(portal) {
             tokio::select! {
                 r = run_plan(&ctx, client, portal, plan) => {
                     r.map(|r| guard.response(r)).map_err(pg_limits::sqlstate)

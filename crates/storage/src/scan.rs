@@ -106,6 +106,14 @@ impl ScanPlan {
         }
         to_output(&run, &self.tags, &self.fields).map(Some)
     }
+
+    /// Reads region `i` as a run (series keys, ranks, time, seq, then the requested fields),
+    /// without the tag columns: for callers that work per series. `None` when nothing in it
+    /// matches.
+    pub fn read_run(&self, i: usize) -> Result<Option<SortedRun>> {
+        let run = scan_region(&self.shared, &self.regions[i], &self.fields, self.time)?;
+        Ok((run.num_rows() > 0).then_some(run))
+    }
 }
 
 /// Output schema of a scan.

@@ -1,0 +1,42 @@
+//! The bucket-aggregate fast path: the monitoring shapes (downsampling of one or many series,
+//! cross-series aggregation by tags and time, and their combination) answered straight from
+//! the engine's scan, without DataFusion's planning.
+//!
+//! A query of the recognised shape costs DataFusion about 2 ms of fixed work on this machine
+//! (session, parse, optimise, physical plan, repartitions and a two-phase aggregate for a few
+//! hundred rows; docs/benchmarks.md, "Where a small query's time goes"). Here it is parsed
+//! once, turned into a scan request and a list of aggregates, and folded region by region.
+//!
+//! The shape ([`recognize`]):
+//!
+//! ```sql
+//! SELECT [date_trunc('<unit>', time) AS b,] [tag, ...] agg(field) [AS a], ...
+//! FROM t
+//! [WHERE <time comparisons with a literal> AND <tag = | IN | OR of them>]
+//! [GROUP BY b | <position> | tag, ...]
+//! [ORDER BY <output column> [ASC|DESC] [NULLS FIRST|LAST], ...]
+//! [LIMIT n]
+//! ```
+//!
+//! with `agg` one of `max`, `min`, `sum`, `avg`, `count` over an integer or float field
+//! (`count(*)` too) and `<unit>` a fixed-length `date_trunc` unit (microsecond … week).
+//! Everything else, and anything ambiguous, goes to DataFusion.
+//!
+//! Invariants:
+//! - Same answer as DataFusion: column names, Arrow types, rows and their order (checked
+//!   by `tests/fast_path.rs` against the planner on memtable and file data). Float sums may
+//!   differ in the last bits, as DataFusion's own do between runs, since both add in an order
+//!   that depends on how the rows are split.
+//! - A case the fold cannot match exactly (a NaN under `min`/`max`, an integer sum that
+//!   overflows) is found during the fold and answered by DataFusion instead ([`Fold::Bail`]).
+//! - Rows are read under the query's memory limit, one region at a time, as the planned scan
+//!   reads them; the fold holds one state per group, so memory follows the groups.
+//! - `ORDER BY <bucket> DESC LIMIT n` first reads only the last `n` buckets of the range, and
+//!   widens the window only when they hold fewer than `n` groups (see [`run`]).
+
+pub mod aggregate;
+pub mod recognize;
+pub mod run;
+
+pub use aggregate::Fold;
+pub use recognize::{AggFunc, FastQuery, Output, recognize};

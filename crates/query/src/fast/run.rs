@@ -1,0 +1,182 @@
+//! The I/O shell of the fast path: scans the engine for a [`FastQuery`] and folds what it
+//! reads, region by region, under the query's memory limit.
+//!
+//! Reading window: `ORDER BY <bucket> DESC LIMIT n` over a range with an end needs only the
+//! newest buckets. The first read covers the last `n` whole buckets before the end; if they
+//! hold at least `n` groups the answer is among them (every bucket outside the window sorts
+//! after every bucket inside it, and the window's buckets are whole). Otherwise a window of
+//! `16 n` buckets, then the whole range, is read.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use arrow::array::RecordBatch;
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool};
+use tempora_storage::{Engine, ScanRequest};
+
+use super::aggregate::Fold;
+use super::recognize::FastQuery;
+use crate::error::Result;
+use crate::functions::date_trunc::truncate;
+
+/// Windows to try, narrowest first; the last is always the query's whole range.
+pub fn windows(q: &FastQuery) -> Vec<(i64, i64)> {
+    let mut out = Vec::new();
+    let (start, end) = q.time;
+    if let (Some(limit), Some(key), Some(b)) = (q.limit, q.bucket_first(), q.bucket)
+        && !key.asc
+        && end != i64::MAX
+        && end > start
+        && limit > 0
+    {
+        let last = truncate(end - 1, b);
+        for buckets in [limit, limit.saturating_mul(16)] {
+            let back = (buckets as i64 - 1).saturating_mul(b.0);
+            let from = last.saturating_sub(back);
+            if from <= start {
+                break;
+            }
+            out.push((from, end));
+        }
+    }
+    out.push(q.time);
+    out
+}
+
+/// Runs `q` against table `table` (the engine's name) on the calling (blocking) thread.
+/// `Ok(None)`: the fold bailed (see `Bail`) or `cancel` was set; the caller asks DataFusion.
+pub fn run_blocking(
+    engine: &Engine,
+    table: &str,
+    q: &FastQuery,
+    pool: &Arc<dyn MemoryPool>,
+    cancel: &AtomicBool,
+) -> Result<Option<RecordBatch>> {
+    let mut reservation = MemoryConsumer::new("tempora fast path").register(pool);
+    let all = windows(q);
+    for (i, &w) in all.iter().enumerate() {
+        let Some(fold) = fold_window(engine, table, q, w, &mut reservation, cancel)? else {
+            return Ok(None);
+        };
+        let last = i + 1 == all.len();
+        if last || q.limit.is_some_and(|l| fold.len() >= l) {
+            return Ok(Some(fold.finish(q)?));
+        }
+    }
+    unreachable!("the last window is always answered")
+}
+
+fn fold_window(
+    engine: &Engine,
+    table: &str,
+    q: &FastQuery,
+    (start, end): (i64, i64),
+    reservation: &mut datafusion::execution::memory_pool::MemoryReservation,
+    cancel: &AtomicBool,
+) -> Result<Option<Fold>> {
+    let mut fold = Fold::new(q);
+    if start >= end {
+        return Ok(Some(fold));
+    }
+    let req = ScanRequest {
+        time: (start != i64::MIN || end != i64::MAX).then_some((start, end)),
+        matcher: q.matcher.clone(),
+        fields: Some(q.fields()),
+        tags: Some(q.group_tags.clone()),
+    };
+    let plan = engine.plan_scan(table, &req)?;
+    for region in 0..plan.regions() {
+        if cancel.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let Some(run) = plan.read_run(region)? else {
+            continue;
+        };
+        reservation.try_resize(run.batch.get_array_memory_size() + fold.bytes())?;
+        let tags = run.tag_values(&q.group_tags)?;
+        let tuple_of_rank: Vec<u32> = (0..run.keys.len())
+            .map(|r| {
+                let values = tags
+                    .iter()
+                    .map(|t| arrow::array::Array::is_valid(t, r).then(|| t.value(r).to_string()))
+                    .collect();
+                fold.tuple_id(values)
+            })
+            .collect();
+        let fields = &run.batch.columns()[3..];
+        if fold
+            .add(run.ranks(), run.times(), &tuple_of_rank, fields)
+            .is_err()
+        {
+            return Ok(None);
+        }
+        reservation.try_resize(fold.bytes())?;
+    }
+    Ok(Some(fold))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fast::recognize;
+
+    const MIN: i64 = 60_000_000_000;
+
+    fn query(sql: &str) -> FastQuery {
+        use tempora_model::{ColumnKind, FieldType, TableSchema};
+        let schema = Arc::new(TableSchema::with_columns(
+            "t",
+            vec![
+                ("host".into(), ColumnKind::Tag),
+                ("v".into(), ColumnKind::Field(FieldType::I64)),
+            ],
+        ));
+        recognize(sql, &|t| (t == "t").then(|| schema.clone())).expect(sql)
+    }
+
+    #[test]
+    fn windows_named_cases() {
+        let end = 100 * MIN + 30_000_000_000; // 01:40:30 after the epoch
+        type Case = (&'static str, String, Vec<(i64, i64)>);
+        let cases: &[Case] = &[
+            (
+                "newest first with a limit: n buckets, 16 n buckets, then all",
+                format!("SELECT date_trunc('minute', time) AS m, max(v) AS x FROM t WHERE time < '{}' GROUP BY m ORDER BY m DESC LIMIT 5", "1970-01-01T01:40:30Z"),
+                vec![(96 * MIN, end), (21 * MIN, end), (i64::MIN, end)],
+            ),
+            (
+                "a start inside the first window: one read",
+                "SELECT date_trunc('minute', time) AS m, max(v) AS x FROM t WHERE time >= '1970-01-01T01:38:00Z' AND time < '1970-01-01T01:40:30Z' GROUP BY m ORDER BY m DESC LIMIT 5".into(),
+                vec![(98 * MIN, end)],
+            ),
+            (
+                "a start inside the second window: two reads",
+                "SELECT date_trunc('minute', time) AS m, max(v) AS x FROM t WHERE time >= '1970-01-01T01:30:00Z' AND time < '1970-01-01T01:40:30Z' GROUP BY m ORDER BY m DESC LIMIT 5".into(),
+                vec![(96 * MIN, end), (90 * MIN, end)],
+            ),
+            (
+                "ascending: the whole range",
+                "SELECT date_trunc('minute', time) AS m, max(v) AS x FROM t WHERE time < '1970-01-01T01:40:30Z' GROUP BY m ORDER BY m LIMIT 5".into(),
+                vec![(i64::MIN, end)],
+            ),
+            (
+                "no end: the whole range",
+                "SELECT date_trunc('minute', time) AS m, max(v) AS x FROM t GROUP BY m ORDER BY m DESC LIMIT 5".into(),
+                vec![(i64::MIN, i64::MAX)],
+            ),
+            (
+                "no limit: the whole range",
+                "SELECT date_trunc('minute', time) AS m, max(v) AS x FROM t WHERE time < '1970-01-01T01:40:30Z' GROUP BY m ORDER BY m DESC".into(),
+                vec![(i64::MIN, end)],
+            ),
+            (
+                "first sorted by a tag: the whole range",
+                "SELECT host, date_trunc('minute', time) AS m, max(v) AS x FROM t WHERE time < '1970-01-01T01:40:30Z' GROUP BY host, m ORDER BY host, m DESC LIMIT 5".into(),
+                vec![(i64::MIN, end)],
+            ),
+        ];
+        for (name, sql, want) in cases {
+            assert_eq!(windows(&query(sql)), *want, "{name}");
+        }
+    }
+}
