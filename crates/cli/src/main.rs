@@ -4,6 +4,12 @@
 mod bench;
 mod client;
 
+/// mimalloc keeps freed pages for reuse: a query's column buffers (megabytes, allocated and
+/// freed per query) would otherwise be unmapped by glibc and faulted in again on the next
+/// query, which was a third of a whole-table aggregate's time (docs/benchmarks.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use arrow::array::{
     Array, ArrayRef, AsArray, BinaryArray, DictionaryArray, Int64Array, RecordBatch, UInt32Array,
 };
-use arrow::compute::{cast, filter_record_batch};
+use arrow::compute::cast;
 use arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef, TimeUnit, UInt32Type};
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -382,36 +382,38 @@ fn convert_batch(
     let pk = b
         .column_by_name(PRIMARY_KEY_COLUMN)
         .expect("file has a key column");
-    let (ranks, mut keep) = match pk.as_dictionary_opt::<UInt32Type>() {
-        Some(dict) => {
-            let values = cast(dict.values(), &DataType::Binary)?;
-            let values = values.as_binary::<i32>();
-            walk_keys(
-                dict.keys().values(),
-                |i| values.value(i as usize),
-                filter,
-                keys,
-            )
-        }
-        None => {
-            let plain = cast(pk, &DataType::Binary)?;
-            let plain = plain.as_binary::<i32>();
-            let ids: Vec<u32> = (0..plain.len() as u32).collect();
-            walk_keys(&ids, |i| plain.value(i as usize), filter, keys)
-        }
-    };
     let times = cast(
         b.column_by_name(TIME_COLUMN).expect("time column"),
         &DataType::Int64,
     )?;
     let t = times.as_primitive::<Int64Type>();
-    if let Some((start, end)) = filter.time {
-        for (i, k) in keep.iter_mut().enumerate() {
-            *k = *k && t.value(i) >= start && t.value(i) < end;
+    let (ranks, mask) = match pk.as_dictionary_opt::<UInt32Type>() {
+        Some(dict) => {
+            let values = cast(dict.values(), &DataType::Binary)?;
+            let values = values.as_binary::<i32>();
+            let value = |i: u32| values.value(i as usize);
+            let ids = dict.keys().values();
+            let before = keys.len();
+            match segments(ids, t.values(), value, filter, keys) {
+                Some(segs) => segments_to_selection(&segs, b.num_rows()),
+                None => {
+                    // Not sorted as a data file is: row by row (never seen; kept as a guard).
+                    keys.truncate(before);
+                    per_row(ids, value, t.values(), filter, keys)
+                }
+            }
         }
+        None => {
+            let plain = cast(pk, &DataType::Binary)?;
+            let plain = plain.as_binary::<i32>();
+            let ids: Vec<u32> = (0..plain.len() as u32).collect();
+            per_row(&ids, |i| plain.value(i as usize), t.values(), filter, keys)
+        }
+    };
+    if ranks.is_empty() {
+        return Ok(None);
     }
     let mut cols: Vec<ArrayRef> = vec![
-        Arc::new(UInt32Array::from(ranks)),
         Arc::new(Int64Array::new(t.values().clone(), None)),
         b.column_by_name(SEQ_COLUMN).expect("seq column").clone(),
     ];
@@ -425,10 +427,112 @@ fn convert_batch(
             _ => arrow::array::new_null_array(&want, b.num_rows()),
         });
     }
-    let rb = RecordBatch::try_new(run_schema(fields), cols)?;
-    let mask = arrow::array::BooleanArray::from(keep);
-    let out = filter_record_batch(&rb, &mask)?;
-    Ok((out.num_rows() > 0).then_some(out))
+    // Kept rows are a few long ranges: the filter copies them as slices (and keeps a batch
+    // whose rows are all kept as it is).
+    let predicate = arrow::compute::FilterBuilder::new(&mask).optimize().build();
+    let mut out: Vec<ArrayRef> = vec![Arc::new(UInt32Array::from(ranks))];
+    for c in &cols {
+        out.push(predicate.filter(c)?);
+    }
+    Ok(Some(RecordBatch::try_new(run_schema(fields), out)?))
+}
+
+/// The ranks of the kept rows and the mask that keeps them, deciding row by row.
+fn per_row<'a>(
+    ids: &[u32],
+    value: impl Fn(u32) -> &'a [u8],
+    times: &[i64],
+    filter: &SstFilter,
+    keys: &mut Vec<Bytes>,
+) -> (Vec<u32>, arrow::array::BooleanArray) {
+    let (ranks, mut keep) = walk_keys(ids, value, filter, keys);
+    if let Some((start, end)) = filter.time {
+        for (k, &t) in keep.iter_mut().zip(times) {
+            *k = *k && t >= start && t < end;
+        }
+    }
+    let kept: Vec<u32> = ranks
+        .iter()
+        .zip(&keep)
+        .filter(|(_, k)| **k)
+        .map(|(r, _)| *r)
+        .collect();
+    (kept, arrow::array::BooleanArray::from(keep))
+}
+
+/// Rows `lo..hi` of a batch, all of series rank `rank`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Segment {
+    rank: u32,
+    lo: usize,
+    hi: usize,
+}
+
+/// The rows of a batch sorted by key then time that the filter keeps, as one segment per
+/// kept series: a key's rows are contiguous (one dictionary id per key in a row group), so
+/// each series is found by binary search, and its time range within it too. Cost: the number
+/// of series times a logarithm, not the number of rows. `None` when an id turns up in two
+/// places (the rows are not sorted as a data file's are).
+fn segments<'a>(
+    ids: &[u32],
+    times: &[i64],
+    value: impl Fn(u32) -> &'a [u8],
+    filter: &SstFilter,
+    keys: &mut Vec<Bytes>,
+) -> Option<Vec<Segment>> {
+    let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut a = 0;
+    while a < ids.len() {
+        let id = ids[a];
+        let b = a + ids[a..].partition_point(|&x| x == id);
+        if !seen.insert(id) {
+            return None;
+        }
+        let k = value(id);
+        if keys.last().map(|l| l.as_ref()) != Some(k) {
+            keys.push(Bytes::copy_from_slice(k));
+        }
+        let wanted = filter
+            .keys
+            .as_ref()
+            .is_none_or(|want| want.binary_search_by(|w| w.as_ref().cmp(k)).is_ok());
+        if wanted {
+            let run = &times[a..b];
+            let (lo, hi) = match filter.time {
+                Some((start, end)) => (
+                    a + run.partition_point(|&t| t < start),
+                    a + run.partition_point(|&t| t < end),
+                ),
+                None => (a, b),
+            };
+            if lo < hi {
+                out.push(Segment {
+                    rank: keys.len() as u32 - 1,
+                    lo,
+                    hi,
+                });
+            }
+        }
+        a = b;
+    }
+    Some(out)
+}
+
+/// The ranks of the kept rows and the mask that keeps them.
+fn segments_to_selection(segs: &[Segment], rows: usize) -> (Vec<u32>, arrow::array::BooleanArray) {
+    let kept: usize = segs.iter().map(|s| s.hi - s.lo).sum();
+    let mut ranks = Vec::with_capacity(kept);
+    let mut mask = arrow::array::BooleanBufferBuilder::new(rows);
+    let mut at = 0;
+    for s in segs {
+        mask.append_n(s.lo - at, false);
+        mask.append_n(s.hi - s.lo, true);
+        ranks.resize(ranks.len() + (s.hi - s.lo), s.rank);
+        at = s.hi;
+    }
+    mask.append_n(rows - at, false);
+    (ranks, arrow::array::BooleanArray::new(mask.finish(), None))
 }
 
 #[cfg(test)]
@@ -453,6 +557,92 @@ mod tests {
             );
         }
         assert!(!any_key_within(&[], b"a", b"z"), "no keys wanted");
+    }
+
+    #[test]
+    fn segment_cases() {
+        // ids 0,0,0,1,1,2 name keys a, b, c; times 10,20,30 | 10,20 | 5.
+        let ids = [0u32, 0, 0, 1, 1, 2];
+        let times = [10i64, 20, 30, 10, 20, 5];
+        let names: [&[u8]; 3] = [b"a", b"b", b"c"];
+        let want = |ks: &[&str]| {
+            Some(Arc::new(
+                ks.iter()
+                    .map(|k| Bytes::from(k.to_string()))
+                    .collect::<Vec<_>>(),
+            ))
+        };
+        let seg = |rank, lo, hi| Segment { rank, lo, hi };
+        let cases: Vec<(&str, SstFilter, Vec<Segment>)> = vec![
+            (
+                "no filter: one segment per key",
+                SstFilter::default(),
+                vec![seg(0, 0, 3), seg(1, 3, 5), seg(2, 5, 6)],
+            ),
+            (
+                "keys b only",
+                SstFilter {
+                    time: None,
+                    keys: want(&["b"]),
+                },
+                vec![seg(1, 3, 5)],
+            ),
+            (
+                "time [15, 30)",
+                SstFilter {
+                    time: Some((15, 30)),
+                    keys: None,
+                },
+                vec![seg(0, 1, 2), seg(1, 4, 5)],
+            ),
+            (
+                "time and keys",
+                SstFilter {
+                    time: Some((0, 11)),
+                    keys: want(&["a", "c"]),
+                },
+                vec![seg(0, 0, 1), seg(2, 5, 6)],
+            ),
+            (
+                "nothing in range",
+                SstFilter {
+                    time: Some((40, 50)),
+                    keys: None,
+                },
+                vec![],
+            ),
+        ];
+        for (name, filter, expect) in cases {
+            let mut keys = Vec::new();
+            let got = segments(&ids, &times, |i| names[i as usize], &filter, &mut keys);
+            assert_eq!(got, Some(expect), "{name}");
+            assert_eq!(keys.len(), 3, "{name}: every key ranked");
+        }
+        // A key continuing from the previous batch keeps its rank.
+        let mut keys = vec![Bytes::from_static(b"a")];
+        let got = segments(
+            &ids,
+            &times,
+            |i| names[i as usize],
+            &SstFilter::default(),
+            &mut keys,
+        );
+        assert_eq!(got.unwrap()[0], seg(0, 0, 3));
+        // An id in two places is not a data file's order.
+        let mut keys = Vec::new();
+        let bad = segments(
+            &[0, 1, 0],
+            &[1, 1, 2],
+            |i| names[i as usize],
+            &SstFilter::default(),
+            &mut keys,
+        );
+        assert_eq!(bad, None);
+        // The selection of segments: ranks of kept rows and a mask over all rows.
+        let (ranks, mask) = segments_to_selection(&[seg(0, 1, 2), seg(1, 4, 6)], 7);
+        assert_eq!(ranks, vec![0, 1, 1]);
+        let bits: Vec<bool> = mask.iter().map(|b| b.unwrap()).collect();
+        assert_eq!(bits, vec![false, true, false, false, true, true, false]);
     }
 
     #[test]
