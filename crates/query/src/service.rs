@@ -17,6 +17,7 @@ use parking_lot::RwLock;
 
 use crate::catalog::{Databases, TemporaCatalogList};
 use crate::error::{QueryError, Result};
+use crate::fast::FastQuery;
 use crate::insert::{parse_simple_insert, write_all_or_fail};
 use crate::limits::{QueryOptions, QueryPool};
 use crate::{SCHEMA, engine_table};
@@ -220,7 +221,7 @@ impl QueryService {
 
     /// `sql` as a fast-path query ([`crate::fast`]) of `db`, or `None` when the fast path is
     /// off or the text is not of its shape.
-    pub fn recognize_fast(&self, db: &str, sql: &str) -> Option<crate::fast::FastQuery> {
+    pub fn recognize_fast(&self, db: &str, sql: &str) -> Option<FastQuery> {
         let head = sql.trim_start();
         let select = head.len() >= 6 && head[..6].eq_ignore_ascii_case("select");
         if !self.limits.fast_path
@@ -231,7 +232,10 @@ impl QueryService {
             return None;
         }
         let engine = self.dbs.engine();
-        crate::fast::recognize(sql, &|t| engine.schema(&engine_table(db, t)))
+        let q = crate::fast::recognize(sql, &|t| engine.schema(&engine_table(db, t)))?;
+        // Latest values come from the cache only where the server lets the planner use it.
+        let allowed = !matches!(q, FastQuery::Latest(_)) || self.limits.last_value_cache;
+        allowed.then_some(q)
     }
 
     /// Answers `sql` by the fast path when it has its shape; `None` leaves it to DataFusion
@@ -251,7 +255,7 @@ impl QueryService {
     pub async fn run_fast(
         &self,
         db: &str,
-        q: crate::fast::FastQuery,
+        q: FastQuery,
         opts: &QueryOptions,
     ) -> Option<Result<QueryOutput>> {
         struct CancelOnDrop(Arc<AtomicBool>);
@@ -261,13 +265,18 @@ impl QueryService {
             }
         }
         let engine = self.dbs.engine().clone();
-        let table = engine_table(db, &q.table);
+        let table = engine_table(db, q.table());
         let pool: Arc<dyn MemoryPool> =
             Arc::new(QueryPool::new(self.pool.clone(), self.memory_for(opts)));
         let cancel = Arc::new(AtomicBool::new(false));
         let _stop = CancelOnDrop(cancel.clone());
-        let task = tokio::task::spawn_blocking(move || {
-            crate::fast::run::run_blocking(&engine, &table, &q, &pool, &cancel)
+        let task = tokio::task::spawn_blocking(move || match &q {
+            FastQuery::Bucket(b) => {
+                crate::fast::run::run_blocking(&engine, &table, b, &pool, &cancel)
+            }
+            FastQuery::Latest(l) => {
+                crate::fast::run::run_latest(&engine, &table, l, &pool).map(Some)
+            }
         });
         let timeout = self.timeout_for(opts);
         let out = match tokio::time::timeout(timeout, task).await {

@@ -272,6 +272,48 @@ async fn the_data_really_is_in_files_and_memtable_and_across_partitions() {
     assert_eq!(rows(&out), vec![vec!["1001".to_string()]]);
 }
 
+/// Latest-value queries of the shape (answered from the last-value cache).
+const LATEST: &[(&str, &str)] = &[
+    (
+        "lastpoint as TSBS writes it",
+        "SELECT DISTINCT ON (host) time, host, region, i, f FROM m ORDER BY host, time DESC",
+    ),
+    (
+        "a key some series lack (NULL sorts last), aliases",
+        "SELECT DISTINCT ON (region) region AS r, time AS t, i AS value FROM m \
+         ORDER BY region, time DESC",
+    ),
+    (
+        "two keys, one descending, tag filter, LIMIT",
+        "SELECT DISTINCT ON (region, host) host, f FROM m WHERE host IN ('h1', 'h2', 'h5') \
+         ORDER BY region DESC, host, time DESC LIMIT 2",
+    ),
+    (
+        "no field at all",
+        "SELECT DISTINCT ON (host) host, time FROM m WHERE region = 'r0' ORDER BY host, time DESC",
+    ),
+];
+
+#[tokio::test]
+async fn latest_queries_answer_as_datafusion_does() {
+    let (_engine, fast, planner) = loaded().await;
+    for (name, sql) in LATEST {
+        assert!(
+            matches!(
+                fast.recognize_fast("db", sql),
+                Some(tempora_query::fast::FastQuery::Latest(_))
+            ),
+            "{name}: not recognised: {sql}"
+        );
+        let (a, b) = (run(&fast, sql).await, run(&planner, sql).await);
+        assert_eq!(columns(&a), columns(&b), "{name}: columns");
+        assert_eq!(rows(&a), rows(&b), "{name}: rows of {sql}");
+    }
+    // The newest row per host is the overwritten or the latest point: h1's newest is k = 34.
+    let out = run(&fast, LATEST[0].1).await;
+    assert_eq!(rows(&out)[1][0], "2024-01-02T01:58:11Z");
+}
+
 /// Texts outside the shape, each for one reason: DataFusion answers them.
 const UNSHAPED: &[(&str, &str)] = &[
     (
@@ -335,6 +377,26 @@ const UNSHAPED: &[(&str, &str)] = &[
         "SELECT time, i FROM m WHERE host = 'h1'",
     ),
     ("count(DISTINCT)", "SELECT count(DISTINCT i) AS n FROM m"),
+    (
+        "DISTINCT ON without time DESC",
+        "SELECT DISTINCT ON (host) host, i FROM m ORDER BY host, time",
+    ),
+    (
+        "DISTINCT ON a field",
+        "SELECT DISTINCT ON (i) i, time FROM m ORDER BY i, time DESC",
+    ),
+    (
+        "DISTINCT ON with a time bound",
+        "SELECT DISTINCT ON (host) host, i FROM m WHERE time > '2024-01-01T00:00:00Z' ORDER BY host, time DESC",
+    ),
+    (
+        "DISTINCT ON with an extra sort key",
+        "SELECT DISTINCT ON (host) host, i FROM m ORDER BY host, time DESC, i",
+    ),
+    (
+        "DISTINCT ON an expression",
+        "SELECT DISTINCT ON (upper(host)) host, i FROM m ORDER BY upper(host), time DESC",
+    ),
 ];
 
 #[tokio::test]

@@ -18,7 +18,7 @@ use tempora_model::FieldType;
 
 use crate::functions::date_trunc::truncate;
 
-use super::recognize::{AggFunc, FastQuery, Output};
+use super::recognize::{AggFunc, BucketQuery, Output};
 
 /// Why the fold gives up, so that DataFusion answers instead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +75,7 @@ pub struct Fold {
 
 impl Fold {
     /// An empty fold for `q`, whose aggregates read the fields `q.fields()` in that order.
-    pub fn new(q: &FastQuery) -> Self {
+    pub fn new(q: &BucketQuery) -> Self {
         let fields = q.fields();
         let aggs = q
             .outputs
@@ -153,7 +153,7 @@ impl Fold {
     }
 
     /// Folds rows sorted by series rank, then time. `tuple_of_rank[r]` is the tag tuple id
-    /// of rank `r`; `fields` are the columns of `FastQuery::fields()`.
+    /// of rank `r`; `fields` are the columns of `BucketQuery::fields()`.
     pub fn add(
         &mut self,
         ranks: &[u32],
@@ -200,7 +200,7 @@ impl Fold {
     }
 
     /// The result: one row per group, in `q`'s order, at most `q.limit` rows.
-    pub fn finish(self, q: &FastQuery) -> arrow::error::Result<RecordBatch> {
+    pub fn finish(self, q: &BucketQuery) -> arrow::error::Result<RecordBatch> {
         let schema = q.schema();
         let width = self.aggs.len();
         let mut cols: Vec<ArrayRef> = Vec::with_capacity(q.outputs.len());

@@ -1,6 +1,7 @@
-//! The bucket-aggregate fast path: the monitoring shapes (downsampling of one or many series,
-//! cross-series aggregation by tags and time, and their combination) answered straight from
-//! the engine's scan, without DataFusion's planning.
+//! The fast path: the monitoring shapes (downsampling of one or many series, cross-series
+//! aggregation by tags and time, and their combination) answered straight from the engine's
+//! scan, and the latest value of many series from the last-value cache ([`latest`]), without
+//! DataFusion's planning.
 //!
 //! A query of the recognised shape costs DataFusion about 2 ms of fixed work on this machine
 //! (session, parse, optimise, physical plan, repartitions and a two-phase aggregate for a few
@@ -35,8 +36,63 @@
 //!   widens the window only when they hold fewer than `n` groups (see [`run`]).
 
 pub mod aggregate;
+pub mod latest;
 pub mod recognize;
 pub mod run;
 
+use std::sync::Arc;
+
+use arrow::datatypes::SchemaRef;
+use datafusion::sql::sqlparser::ast::Statement;
+use datafusion::sql::sqlparser::dialect::GenericDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+use tempora_model::TableSchema;
+
 pub use aggregate::Fold;
-pub use recognize::{AggFunc, FastQuery, Output, recognize};
+pub use latest::LatestQuery;
+pub use recognize::{AggFunc, BucketQuery, Output};
+
+/// A query the fast path answers.
+#[derive(Debug, Clone)]
+pub enum FastQuery {
+    /// Time buckets and tags, aggregated (`recognize::bucket_query`).
+    Bucket(BucketQuery),
+    /// The newest row per tag value, from the last-value cache (`latest`).
+    Latest(LatestQuery),
+}
+
+impl FastQuery {
+    /// The result's schema, known before any data is read.
+    pub fn schema(&self) -> SchemaRef {
+        match self {
+            FastQuery::Bucket(q) => q.schema(),
+            FastQuery::Latest(q) => q.schema(),
+        }
+    }
+
+    pub fn table(&self) -> &str {
+        match self {
+            FastQuery::Bucket(q) => &q.table,
+            FastQuery::Latest(q) => &q.table,
+        }
+    }
+}
+
+/// The query `sql` as a [`FastQuery`], or `None` when it is of neither shape (or not exactly
+/// one statement). `schema` gives a table's schema by name.
+pub fn recognize(
+    sql: &str,
+    schema: &dyn Fn(&str) -> Option<Arc<TableSchema>>,
+) -> Option<FastQuery> {
+    let mut stmts = Parser::parse_sql(&GenericDialect {}, sql).ok()?;
+    if stmts.len() != 1 {
+        return None;
+    }
+    let Statement::Query(q) = stmts.pop()? else {
+        return None;
+    };
+    if let Some(b) = recognize::bucket_query(&q, schema) {
+        return Some(FastQuery::Bucket(b));
+    }
+    latest::latest_query(&q, schema).map(FastQuery::Latest)
+}

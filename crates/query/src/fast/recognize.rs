@@ -1,5 +1,5 @@
 //! Recognises the fast path's query shape in SQL text (see the module header of
-//! [`crate::fast`]): a pure function from text and table schemas to a [`FastQuery`], `None`
+//! [`crate::fast`]): a pure function from text and table schemas to a [`BucketQuery`], `None`
 //! for anything else.
 //!
 //! The parse follows DataFusion's reading of the same text: unquoted identifiers are
@@ -16,10 +16,8 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit, TimestampNa
 use datafusion::sql::sqlparser::ast::{
     BinaryOperator, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr,
     Ident, LimitClause, ObjectName, ObjectNamePart, OrderByKind, Query, Select, SelectItem,
-    SetExpr, Statement, TableFactor, Value,
+    SetExpr, TableFactor, Value,
 };
-use datafusion::sql::sqlparser::dialect::GenericDialect;
-use datafusion::sql::sqlparser::parser::Parser;
 use tempora_model::{ColumnKind, FieldType, TIME_COLUMN, TableSchema};
 use tempora_storage::Matcher;
 
@@ -40,7 +38,7 @@ pub enum AggFunc {
 pub enum Output {
     /// The time bucket's start.
     Bucket { name: String },
-    /// A grouped tag's value (index into [`FastQuery::group_tags`]).
+    /// A grouped tag's value (index into [`BucketQuery::group_tags`]).
     Tag { name: String, tag: usize },
     /// An aggregate over a field (`None`: `count(*)`).
     Agg {
@@ -68,7 +66,7 @@ pub struct SortKey {
 
 /// A recognised query.
 #[derive(Debug, Clone)]
-pub struct FastQuery {
+pub struct BucketQuery {
     /// Table name within the database.
     pub table: String,
     /// Inclusive start, exclusive end (ns); `i64::MIN`/`i64::MAX` where unbounded.
@@ -86,7 +84,7 @@ pub struct FastQuery {
     pub limit: Option<usize>,
 }
 
-impl FastQuery {
+impl BucketQuery {
     /// The result's schema (names and Arrow types as DataFusion gives them).
     pub fn schema(&self) -> SchemaRef {
         let fields: Vec<Field> = self
@@ -140,36 +138,36 @@ pub fn agg_type(func: AggFunc, input: Option<FieldType>) -> DataType {
     }
 }
 
-/// The query `sql` as a [`FastQuery`], or `None` when it is not of the shape (or not
-/// exactly one statement). `schema` gives a table's schema by name.
-pub fn recognize(
-    sql: &str,
+/// A parsed query as a [`BucketQuery`], or `None` when it is not of that shape.
+pub fn bucket_query(
+    q: &Query,
     schema: &dyn Fn(&str) -> Option<Arc<TableSchema>>,
-) -> Option<FastQuery> {
-    let mut stmts = Parser::parse_sql(&GenericDialect {}, sql).ok()?;
-    if stmts.len() != 1 {
-        return None;
-    }
-    let Statement::Query(q) = stmts.pop()? else {
+) -> Option<BucketQuery> {
+    let SetExpr::Select(s) = q.body.as_ref() else {
         return None;
     };
-    from_query(&q, schema)
+    if !plain_query(q) || !plain_select(s) || s.distinct.is_some() {
+        return None;
+    }
+    bucket_select(q, s, schema)
 }
 
-fn from_query(q: &Query, schema: &dyn Fn(&str) -> Option<Arc<TableSchema>>) -> Option<FastQuery> {
-    let plain = q.with.is_none()
+/// A query with nothing beyond its SELECT, ORDER BY and LIMIT.
+pub(crate) fn plain_query(q: &Query) -> bool {
+    q.with.is_none()
         && q.fetch.is_none()
         && q.locks.is_empty()
         && q.for_clause.is_none()
         && q.settings.is_none()
         && q.format_clause.is_none()
-        && q.pipe_operators.is_empty();
-    let SetExpr::Select(s) = q.body.as_ref() else {
-        return None;
-    };
-    if !plain || !plain_select(s) {
-        return None;
-    }
+        && q.pipe_operators.is_empty()
+}
+
+fn bucket_select(
+    q: &Query,
+    s: &Select,
+    schema: &dyn Fn(&str) -> Option<Arc<TableSchema>>,
+) -> Option<BucketQuery> {
     let (table, alias) = single_table(s)?;
     let ts = schema(&table)?;
     let cx = Cx {
@@ -177,7 +175,7 @@ fn from_query(q: &Query, schema: &dyn Fn(&str) -> Option<Arc<TableSchema>>) -> O
         alias: alias.as_deref(),
         schema: &ts,
     };
-    let mut fq = FastQuery {
+    let mut fq = BucketQuery {
         table: table.clone(),
         time: (i64::MIN, i64::MAX),
         matcher: Matcher::All,
@@ -219,10 +217,9 @@ fn from_query(q: &Query, schema: &dyn Fn(&str) -> Option<Arc<TableSchema>>) -> O
     Some(fq)
 }
 
-/// A SELECT with nothing beyond projection, FROM, WHERE and GROUP BY.
-fn plain_select(s: &Select) -> bool {
-    s.distinct.is_none()
-        && s.top.is_none()
+/// A SELECT with nothing beyond DISTINCT, projection, FROM, WHERE and GROUP BY.
+pub(crate) fn plain_select(s: &Select) -> bool {
+    s.top.is_none()
         && s.select_modifiers.is_none()
         && s.exclude.is_none()
         && s.into.is_none()
@@ -240,7 +237,7 @@ fn plain_select(s: &Select) -> bool {
 }
 
 /// `FROM t [AS a]`: the table's name and alias, lower-cased unless quoted.
-fn single_table(s: &Select) -> Option<(String, Option<String>)> {
+pub(crate) fn single_table(s: &Select) -> Option<(String, Option<String>)> {
     let [from] = s.from.as_slice() else {
         return None;
     };
@@ -283,7 +280,7 @@ fn plain_name(n: &str) -> bool {
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
-fn ident_name(i: &Ident) -> String {
+pub(crate) fn ident_name(i: &Ident) -> String {
     match i.quote_style {
         Some(_) => i.value.clone(),
         None => i.value.to_lowercase(),
@@ -298,19 +295,19 @@ fn single_name(n: &ObjectName) -> Option<String> {
 }
 
 /// The table being read, for resolving column references.
-struct Cx<'a> {
-    table: &'a str,
-    alias: Option<&'a str>,
-    schema: &'a TableSchema,
+pub(crate) struct Cx<'a> {
+    pub(crate) table: &'a str,
+    pub(crate) alias: Option<&'a str>,
+    pub(crate) schema: &'a TableSchema,
 }
 
 impl Cx<'_> {
-    fn column_kind(&self, name: &str) -> Option<ColumnKind> {
+    pub(crate) fn column_kind(&self, name: &str) -> Option<ColumnKind> {
         self.schema.kind(name)
     }
 
     /// The column an expression names (`c`, `t.c` or `alias.c`), if it is a plain reference.
-    fn column(&self, e: &Expr) -> Option<String> {
+    pub(crate) fn column(&self, e: &Expr) -> Option<String> {
         match e {
             Expr::Identifier(i) => Some(ident_name(i)),
             Expr::CompoundIdentifier(parts) => match parts.as_slice() {
@@ -329,7 +326,7 @@ impl Cx<'_> {
         }
     }
 
-    fn tag(&self, e: &Expr) -> Option<String> {
+    pub(crate) fn tag(&self, e: &Expr) -> Option<String> {
         let c = self.column(e)?;
         matches!(self.column_kind(&c), Some(ColumnKind::Tag)).then_some(c)
     }
@@ -362,7 +359,7 @@ fn func_name(f: &Function) -> Option<String> {
     }
 }
 
-fn string_literal(e: &Expr) -> Option<&str> {
+pub(crate) fn string_literal(e: &Expr) -> Option<&str> {
     match e {
         Expr::Value(v) => match &v.value {
             Value::SingleQuotedString(s) => Some(s),
@@ -394,7 +391,7 @@ fn bucket_of(cx: &Cx, e: &Expr) -> Option<(i64, i64)> {
     fixed_unit(unit)
 }
 
-fn select_item(cx: &Cx, fq: &mut FastQuery, e: &Expr, alias: Option<String>) -> Option<Pending> {
+fn select_item(cx: &Cx, fq: &mut BucketQuery, e: &Expr, alias: Option<String>) -> Option<Pending> {
     if let Some(b) = bucket_of(cx, e) {
         if fq.bucket.is_some_and(|have| have != b) {
             return None;
@@ -466,7 +463,7 @@ impl Pending {
 /// must be grouped, and a bucket, if selected, too.
 fn group_by(
     cx: &Cx,
-    fq: &mut FastQuery,
+    fq: &mut BucketQuery,
     s: &Select,
     items: Vec<Pending>,
     bucket_aliases: &[String],
@@ -525,7 +522,7 @@ fn push_unique(v: &mut Vec<String>, s: String) {
 }
 
 /// A 1-based column position (`GROUP BY 1`, `ORDER BY 2`) as an index.
-fn position(e: &Expr, n: usize) -> Option<usize> {
+pub(crate) fn position(e: &Expr, n: usize) -> Option<usize> {
     let Expr::Value(v) = e else { return None };
     let Value::Number(s, _) = &v.value else {
         return None;
@@ -534,7 +531,7 @@ fn position(e: &Expr, n: usize) -> Option<usize> {
     (1..=n).contains(&p).then(|| p - 1)
 }
 
-fn where_clause(cx: &Cx, fq: &mut FastQuery, w: &Expr) -> Option<()> {
+fn where_clause(cx: &Cx, fq: &mut BucketQuery, w: &Expr) -> Option<()> {
     let mut conj = Vec::new();
     conjuncts(w, &mut conj);
     let mut tags = Vec::new();
@@ -553,7 +550,7 @@ fn where_clause(cx: &Cx, fq: &mut FastQuery, w: &Expr) -> Option<()> {
     Some(())
 }
 
-fn conjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+pub(crate) fn conjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
     match e {
         Expr::BinaryOp {
             left,
@@ -614,7 +611,7 @@ pub fn utc_nanos(s: &str) -> Option<i64> {
 }
 
 /// A tag predicate: `tag = 'v'`, `tag IN ('a', ...)`, and `AND`/`OR` of them.
-fn tag_matcher(cx: &Cx, e: &Expr) -> Option<Matcher> {
+pub(crate) fn tag_matcher(cx: &Cx, e: &Expr) -> Option<Matcher> {
     match e {
         Expr::Nested(inner) => tag_matcher(cx, inner),
         Expr::BinaryOp { left, op, right } => match op {
@@ -652,7 +649,7 @@ fn tag_matcher(cx: &Cx, e: &Expr) -> Option<Matcher> {
     }
 }
 
-fn order_by(cx: &Cx, fq: &mut FastQuery, q: &Query, projection: &[SelectItem]) -> Option<()> {
+fn order_by(cx: &Cx, fq: &mut BucketQuery, q: &Query, projection: &[SelectItem]) -> Option<()> {
     let Some(ob) = &q.order_by else {
         return Some(());
     };
@@ -679,7 +676,7 @@ fn order_by(cx: &Cx, fq: &mut FastQuery, q: &Query, projection: &[SelectItem]) -
 
 /// The output column an ORDER BY expression names: a position, an output name, a selected
 /// tag, or the text of a select expression.
-fn order_column(cx: &Cx, fq: &FastQuery, e: &Expr, projection: &[SelectItem]) -> Option<usize> {
+fn order_column(cx: &Cx, fq: &BucketQuery, e: &Expr, projection: &[SelectItem]) -> Option<usize> {
     if let Some(i) = position(e, fq.outputs.len()) {
         return Some(i);
     }
@@ -717,7 +714,7 @@ fn order_column(cx: &Cx, fq: &FastQuery, e: &Expr, projection: &[SelectItem]) ->
     })
 }
 
-fn limit(q: &Query) -> Option<Option<usize>> {
+pub(crate) fn limit(q: &Query) -> Option<Option<usize>> {
     match &q.limit_clause {
         None => Some(None),
         Some(LimitClause::LimitOffset {

@@ -1,4 +1,4 @@
-//! The I/O shell of the fast path: scans the engine for a [`FastQuery`] and folds what it
+//! The I/O shell of the fast path: scans the engine for a [`BucketQuery`] and folds what it
 //! reads, region by region, under the query's memory limit.
 //!
 //! Reading window: `ORDER BY <bucket> DESC LIMIT n` over a range with an end needs only the
@@ -12,15 +12,32 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use arrow::array::RecordBatch;
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool};
-use tempora_storage::{Engine, ScanRequest};
+use tempora_storage::{Engine, ScanRequest, StorageError};
 
 use super::aggregate::Fold;
-use super::recognize::FastQuery;
+use super::latest::LatestQuery;
+use super::recognize::BucketQuery;
 use crate::error::Result;
 use crate::functions::date_trunc::truncate;
 
+/// Runs a latest-value query from the last-value cache, on the calling (blocking) thread.
+pub fn run_latest(
+    engine: &Engine,
+    table: &str,
+    q: &LatestQuery,
+    pool: &Arc<dyn MemoryPool>,
+) -> Result<RecordBatch> {
+    let reservation = MemoryConsumer::new("tempora fast path").register(pool);
+    let schema = engine
+        .schema(table)
+        .ok_or_else(|| StorageError::TableNotFound(table.to_string()))?;
+    let latest = engine.latest(table, &q.matcher, Some(&q.fields(&schema)))?;
+    reservation.try_resize(latest.get_array_memory_size())?;
+    Ok(q.finish(&latest)?)
+}
+
 /// Windows to try, narrowest first; the last is always the query's whole range.
-pub fn windows(q: &FastQuery) -> Vec<(i64, i64)> {
+pub fn windows(q: &BucketQuery) -> Vec<(i64, i64)> {
     let mut out = Vec::new();
     let (start, end) = q.time;
     if let (Some(limit), Some(key), Some(b)) = (q.limit, q.bucket_first(), q.bucket)
@@ -48,7 +65,7 @@ pub fn windows(q: &FastQuery) -> Vec<(i64, i64)> {
 pub fn run_blocking(
     engine: &Engine,
     table: &str,
-    q: &FastQuery,
+    q: &BucketQuery,
     pool: &Arc<dyn MemoryPool>,
     cancel: &AtomicBool,
 ) -> Result<Option<RecordBatch>> {
@@ -69,7 +86,7 @@ pub fn run_blocking(
 fn fold_window(
     engine: &Engine,
     table: &str,
-    q: &FastQuery,
+    q: &BucketQuery,
     (start, end): (i64, i64),
     reservation: &mut datafusion::execution::memory_pool::MemoryReservation,
     cancel: &AtomicBool,
@@ -118,11 +135,11 @@ fn fold_window(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fast::recognize;
+    use crate::fast::{FastQuery, recognize};
 
     const MIN: i64 = 60_000_000_000;
 
-    fn query(sql: &str) -> FastQuery {
+    fn query(sql: &str) -> BucketQuery {
         use tempora_model::{ColumnKind, FieldType, TableSchema};
         let schema = Arc::new(TableSchema::with_columns(
             "t",
@@ -131,7 +148,10 @@ mod tests {
                 ("v".into(), ColumnKind::Field(FieldType::I64)),
             ],
         ));
-        recognize(sql, &|t| (t == "t").then(|| schema.clone())).expect(sql)
+        match recognize(sql, &|t| (t == "t").then(|| schema.clone())).expect(sql) {
+            FastQuery::Bucket(b) => b,
+            FastQuery::Latest(_) => panic!("a bucket query: {sql}"),
+        }
     }
 
     #[test]
