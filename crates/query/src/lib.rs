@@ -69,7 +69,7 @@ pub fn rewrite_extensions(sql: &str) -> Result<Option<String>> {
 
 /// Splits a leading `EXPLAIN [ANALYZE] [VERBOSE]` off a statement, so the extensions are
 /// rewritten in what it explains.
-fn split_explain(stmt: &str) -> (&str, &str) {
+pub(crate) fn split_explain(stmt: &str) -> (&str, &str) {
     let mut at = 0;
     for (i, kw) in ["EXPLAIN", "ANALYZE", "VERBOSE"].iter().enumerate() {
         let rest = &stmt[at..];

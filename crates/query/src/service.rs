@@ -223,7 +223,9 @@ impl QueryService {
     /// off or the text is not of its shape.
     pub fn recognize_fast(&self, db: &str, sql: &str) -> Option<FastQuery> {
         let head = sql.trim_start();
-        let select = head.len() >= 6 && head[..6].eq_ignore_ascii_case("select");
+        let select = head
+            .get(..6)
+            .is_some_and(|h| h.eq_ignore_ascii_case("select"));
         if !self.limits.fast_path
             || !select
             || sql.len() > FAST_PATH_MAX_SQL
@@ -249,6 +251,24 @@ impl QueryService {
     ) -> Option<Result<QueryOutput>> {
         let q = self.recognize_fast(db, sql)?;
         self.run_fast(db, q, opts).await
+    }
+
+    /// `EXPLAIN` of a fast-path query (see [`crate::fast::explain`]); `None` when `sql` is not
+    /// a plain `EXPLAIN` of one.
+    pub async fn try_fast_explain(&self, db: &str, sql: &str) -> Option<Result<QueryOutput>> {
+        let inner = crate::fast::explain::explained(sql)?;
+        let q = self.recognize_fast(db, inner)?;
+        let engine = self.dbs.engine().clone();
+        let table = engine_table(db, q.table());
+        let task =
+            tokio::task::spawn_blocking(move || crate::fast::explain::explain(&engine, &table, &q));
+        Some(match task.await {
+            Err(e) => Err(QueryError::Sql(format!("explain task failed: {e}"))),
+            Ok(r) => r.map(|batch| QueryOutput {
+                schema: batch.schema(),
+                batches: vec![batch],
+            }),
+        })
     }
 
     /// Runs a recognised query (see [`Self::try_fast_query`]).
@@ -316,6 +336,9 @@ impl QueryService {
             return Ok(count_output(n?));
         }
         if let Some(out) = self.try_fast_query(db, sql, opts).await {
+            return out;
+        }
+        if let Some(out) = self.try_fast_explain(db, sql).await {
             return out;
         }
         let ctx = self.query_context(db, opts)?;

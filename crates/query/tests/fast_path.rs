@@ -462,3 +462,35 @@ async fn the_result_row_cap_holds_on_the_fast_path() {
     let err = fast.sql_with("db", sql, 0, &capped).await.unwrap_err();
     assert!(err.to_string().contains("more than 3 rows"), "{err}");
 }
+
+#[tokio::test]
+async fn explain_shows_the_fast_path_and_its_pruning() {
+    let (_engine, fast, planner) = loaded().await;
+    let sql = "SELECT date_trunc('hour', time) AS h, max(i) AS mx FROM m \
+               WHERE host = 'h1' AND time >= '2024-01-02T00:00:00Z' GROUP BY h ORDER BY h";
+    let text = |out: QueryOutput| rows(&out).concat().join("\n");
+    let plan = text(run(&fast, &format!("EXPLAIN {sql}")).await);
+    assert!(
+        plan.contains(
+            "TemporaFastAggregate: bucket=3600000000000ns, group=[], aggregates=[max(i)]"
+        ),
+        "{plan}"
+    );
+    // One partition of two, one host of six.
+    assert!(plan.contains("regions=1/"), "{plan}");
+    assert!(plan.contains("series=1/"), "{plan}");
+    assert!(plan.contains("tags=host = 'h1'"), "{plan}");
+    // DataFusion's plan where the fast path is off, and for EXPLAIN ANALYZE.
+    let df = text(run(&planner, &format!("EXPLAIN {sql}")).await);
+    assert!(
+        !df.contains("TemporaFast") && df.contains("TemporaScanExec"),
+        "{df}"
+    );
+    let analyze = text(run(&fast, &format!("EXPLAIN ANALYZE {sql}")).await);
+    assert!(!analyze.contains("TemporaFast"), "{analyze}");
+    let latest = text(run(&fast, &format!("EXPLAIN {}", LATEST[0].1)).await);
+    assert!(
+        latest.contains("TemporaFastLatest: newest per [host]"),
+        "{latest}"
+    );
+}

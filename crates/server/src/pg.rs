@@ -291,6 +291,11 @@ impl PgDispatch {
         {
             return r.map(|r| vec![r]);
         }
+        if let Some(out) = self.query.try_fast_explain(&db, query).await {
+            let out = out.map_err(user_error)?;
+            let rows = pg_fast::encode_output(client, out, &Format::UnifiedText)?;
+            return Ok(vec![Response::Query(rows)]);
+        }
         let rewritten = tempora_query::rewrite_extensions(query).map_err(user_error)?;
         let query = rewritten.as_deref().unwrap_or(query);
         let (svc, guard) = self.start_query(client, &db)?;

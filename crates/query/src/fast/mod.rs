@@ -36,6 +36,7 @@
 //!   widens the window only when they hold fewer than `n` groups (see [`run`]).
 
 pub mod aggregate;
+pub mod explain;
 pub mod latest;
 pub mod recognize;
 pub mod run;

@@ -1,0 +1,99 @@
+//! `EXPLAIN` of a fast-path query: what runs instead of DataFusion's plan, with the scan's
+//! pruning in the words `TemporaScanExec` uses (regions, files and series kept of total).
+//!
+//! Only a plain `EXPLAIN` is answered here; `EXPLAIN ANALYZE` and `EXPLAIN VERBOSE` (and
+//! every text with `query_fast_path = false`) show DataFusion's plan of the same text.
+
+use std::sync::Arc;
+
+use arrow::array::{RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Schema};
+use tempora_storage::{Engine, ScanRequest};
+
+use super::FastQuery;
+use super::recognize::{BucketQuery, Output};
+use crate::error::Result;
+use crate::pushdown::{describe, describe_matcher};
+
+/// The text explained when `sql` is a plain `EXPLAIN <text>`.
+pub fn explained(sql: &str) -> Option<&str> {
+    let (explain, stmt) = crate::split_explain(sql);
+    explain
+        .trim()
+        .eq_ignore_ascii_case("explain")
+        .then_some(stmt)
+}
+
+/// The `plan_type`, `plan` rows of `EXPLAIN` for `q` (table `table`, the engine's name).
+pub fn explain(engine: &Engine, table: &str, q: &FastQuery) -> Result<RecordBatch> {
+    let short = table.split_once('.').map_or(table, |(_, t)| t);
+    let plan = match q {
+        FastQuery::Bucket(b) => {
+            let req = ScanRequest {
+                time: (b.time != (i64::MIN, i64::MAX)).then_some(b.time),
+                matcher: b.matcher.clone(),
+                fields: Some(b.fields()),
+                tags: Some(b.group_tags.clone()),
+            };
+            let s = engine.plan_scan(table, &req)?.stats;
+            format!(
+                "{}\n  TemporaScanExec: table={short}, regions={}/{}, files={}/{}, series={}/{}, pushed=[{}]",
+                aggregate_line(b),
+                s.regions_kept,
+                s.regions_total,
+                s.files_kept,
+                s.files_total,
+                s.series_kept,
+                s.series_total,
+                describe(&req)
+            )
+        }
+        FastQuery::Latest(l) => {
+            let keys: Vec<&str> = l.keys.iter().map(|(k, _)| k.as_str()).collect();
+            let tags = match l.matcher {
+                tempora_storage::Matcher::All => String::new(),
+                ref m => format!(", pushed=[tags={}]", describe_matcher(m)),
+            };
+            format!(
+                "TemporaFastLatest: newest per [{}], limit={:?}\n  TemporaScanExec: table={short}, last_value_cache=true{tags}",
+                keys.join(", "),
+                l.limit
+            )
+        }
+    };
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("plan_type", DataType::Utf8, false),
+        Field::new("plan", DataType::Utf8, false),
+    ]));
+    Ok(RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(StringArray::from(vec!["physical_plan"])),
+            Arc::new(StringArray::from(vec![plan])),
+        ],
+    )?)
+}
+
+fn aggregate_line(b: &BucketQuery) -> String {
+    let bucket = b
+        .bucket
+        .map_or("none".to_string(), |(len, _)| format!("{len}ns"));
+    let aggs: Vec<String> = b
+        .outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Agg { func, field, .. } => Some(format!(
+                "{}({})",
+                format!("{func:?}").to_lowercase(),
+                field.as_ref().map_or("*", |f| f.0.as_str())
+            )),
+            _ => None,
+        })
+        .collect();
+    format!(
+        "TemporaFastAggregate: bucket={bucket}, group=[{}], aggregates=[{}], limit={:?}",
+        b.group_tags.join(", "),
+        aggs.join(", "),
+        b.limit
+    )
+}
