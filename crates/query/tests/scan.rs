@@ -11,9 +11,25 @@ use tempora_query::{QueryLimits, QueryService};
 
 /// 8 hosts × 2 regions; series of host h4 and up have a `dc` tag. Three days, so three
 /// partitions; the first two are flushed to files and the third is in the memtable.
-async fn loaded() -> (Arc<tempora_storage::Engine>, QueryService, QueryService) {
+///
+/// Services: the DataFusion plans these tests inspect (fast path off), the same without the
+/// last-value cache, and the default service (fast path on).
+async fn loaded() -> (
+    Arc<tempora_storage::Engine>,
+    QueryService,
+    QueryService,
+    QueryService,
+) {
     let (engine, dbs) = engine();
-    let q = QueryService::new(dbs.clone(), QueryLimits::default()).unwrap();
+    let q = QueryService::new(
+        dbs.clone(),
+        QueryLimits {
+            fast_path: false,
+            ..QueryLimits::default()
+        },
+    )
+    .unwrap();
+    let fast = QueryService::new(dbs.clone(), QueryLimits::default()).unwrap();
     let plain = QueryService::new(
         dbs,
         QueryLimits {
@@ -45,7 +61,7 @@ async fn loaded() -> (Arc<tempora_storage::Engine>, QueryService, QueryService) 
             flush(&engine).await;
         }
     }
-    (engine, q, plain)
+    (engine, q, plain, fast)
 }
 
 async fn explain(q: &QueryService, sql: &str) -> String {
@@ -67,7 +83,7 @@ fn stat(plan: &str, name: &str) -> (usize, usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pushed_tag_predicates_give_the_rows_of_a_full_scan() {
-    let (_e, q, _) = loaded().await;
+    let (_e, q, _, _) = loaded().await;
     // (predicate, series kept of the 48 = 16 series × 3 days)
     let cases: Vec<(&str, usize)> = vec![
         ("host = 'h1'", 6),
@@ -118,7 +134,7 @@ async fn pushed_tag_predicates_give_the_rows_of_a_full_scan() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn explain_reports_regions_and_files_pruned_by_time() {
-    let (_e, q, _) = loaded().await;
+    let (_e, q, _, _) = loaded().await;
     let all = explain(&q, "SELECT * FROM cpu").await;
     let (regions, total_regions) = stat(&all, "regions");
     let (files, total_files) = stat(&all, "files");
@@ -141,7 +157,7 @@ async fn explain_reports_regions_and_files_pruned_by_time() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_limit_without_filters_stops_the_scan() {
-    let (_e, q, _) = loaded().await;
+    let (_e, q, _, _) = loaded().await;
     let plan = explain(&q, "SELECT * FROM cpu LIMIT 5").await;
     assert!(plan.contains("limit=5"), "{plan}");
     let out = q.sql("db", "SELECT * FROM cpu LIMIT 5", 0).await.unwrap();
@@ -158,7 +174,7 @@ async fn a_limit_without_filters_stops_the_scan() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn latest_value_queries_read_the_cache_with_the_result_of_the_data() {
-    let (engine, q, plain) = loaded().await;
+    let (engine, q, plain, fast) = loaded().await;
     // h0/r1's newest row lacks `v`; h1/r1's newest time is written twice, with different
     // fields (the cache and the scan both merge them).
     exec(
@@ -249,6 +265,7 @@ async fn latest_value_queries_read_the_cache_with_the_result_of_the_data() {
         assert_eq!(plan.contains("AggregateExec"), aggregates, "{sql}\n{plan}");
         let (a, b) = (table(&q, sql).await, table(&plain, sql).await);
         assert_eq!(a, b, "{sql}");
+        assert_eq!(table(&fast, sql).await, a, "fast path: {sql}");
         assert_eq!(a.lines().count(), rows + 4, "{sql}\n{a}");
     }
     let got = table(&q, newest_per_host).await;
