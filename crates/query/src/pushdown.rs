@@ -5,6 +5,9 @@
 //! `ILIKE`, `IS [NOT] NULL`, and `AND` / `OR` / `NOT` of those) becomes an index
 //! [`Matcher`], so the series are chosen before any data is read.
 //!
+//! A numeric comparison of a field with a number becomes a [`FieldBound`], which the scan
+//! applies before it decodes the rows' tags.
+//!
 //! Invariant: what is pushed selects a superset of the rows the filter keeps. Every pushed
 //! filter is reported `Inexact`, so DataFusion still evaluates it on what the scan returns;
 //! a superset is therefore always correct, only slower. (`NOT` relies on this: the index's
@@ -13,7 +16,7 @@
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::expr::Like;
 use datafusion::logical_expr::{BinaryExpr, Expr, Operator};
-use tempora_storage::{Matcher, ScanRequest};
+use tempora_storage::{BoundOp, FieldBound, Matcher, ScanRequest};
 
 /// What one filter tells the scan.
 #[derive(Debug)]
@@ -21,6 +24,8 @@ pub enum Pushed {
     /// Inclusive start, exclusive end (ns).
     Time(i64, i64),
     Tag(Matcher),
+    /// A numeric comparison of a (non-tag) column, as a bound that keeps a superset.
+    Field(FieldBound),
 }
 
 /// A timestamp literal in nanoseconds.
@@ -87,7 +92,10 @@ pub fn classify(e: &Expr, is_tag: &dyn Fn(&str) -> bool) -> Option<Pushed> {
                 let (s, e) = time_range(op, ts_nanos(literal(v)?)?)?;
                 return Some(Pushed::Time(s, e));
             }
-            tag_matcher(e, is_tag).map(Pushed::Tag)
+            if let Some(m) = tag_matcher(e, is_tag) {
+                return Some(Pushed::Tag(m));
+            }
+            field_bound(b, is_tag).map(Pushed::Field)
         }
         Expr::Between(b) if !b.negated && column_name(&b.expr) == Some("time") => {
             let lo = ts_nanos(literal(&b.low)?)?;
@@ -96,6 +104,38 @@ pub fn classify(e: &Expr, is_tag: &dyn Fn(&str) -> bool) -> Option<Pushed> {
         }
         e => tag_matcher(e, is_tag).map(Pushed::Tag),
     }
+}
+
+/// `field op number` (either way round) as a [`FieldBound`]: `>`/`>=` → at least, `<`/`<=`
+/// → at most, `=` → equal. Not for `time` or tags; a column that is not a numeric field is
+/// ignored by the scan.
+fn field_bound(b: &BinaryExpr, is_tag: &dyn Fn(&str) -> bool) -> Option<FieldBound> {
+    let (col, op, v) = column_op_literal(b)?;
+    if col == tempora_model::TIME_COLUMN || is_tag(col) {
+        return None;
+    }
+    let value = match literal(v)? {
+        ScalarValue::Float64(Some(x)) => *x,
+        ScalarValue::Float32(Some(x)) => *x as f64,
+        ScalarValue::Int64(Some(x)) => *x as f64,
+        ScalarValue::Int32(Some(x)) => *x as f64,
+        ScalarValue::Int16(Some(x)) => *x as f64,
+        ScalarValue::Int8(Some(x)) => *x as f64,
+        ScalarValue::UInt64(Some(x)) => *x as f64,
+        ScalarValue::UInt32(Some(x)) => *x as f64,
+        _ => return None,
+    };
+    let op = match op {
+        Operator::Gt | Operator::GtEq => BoundOp::AtLeast,
+        Operator::Lt | Operator::LtEq => BoundOp::AtMost,
+        Operator::Eq => BoundOp::Equal,
+        _ => return None,
+    };
+    (!value.is_nan()).then(|| FieldBound {
+        field: col.to_string(),
+        op,
+        value,
+    })
 }
 
 /// The index matcher for a predicate over tag columns only; `None` when `e` is not one.
@@ -236,6 +276,10 @@ pub fn describe(req: &ScanRequest) -> String {
     if !matches!(req.matcher, Matcher::All) {
         parts.push(format!("tags={}", describe_matcher(&req.matcher)));
     }
+    if !req.field_bounds.is_empty() {
+        let b: Vec<String> = req.field_bounds.iter().map(|b| b.to_string()).collect();
+        parts.push(format!("fields={}", b.join(" AND ")));
+    }
     parts.join(", ")
 }
 
@@ -247,6 +291,7 @@ pub fn request(
 ) -> (ScanRequest, String) {
     let mut time: Option<(i64, i64)> = None;
     let mut matchers = Vec::new();
+    let mut field_bounds = Vec::new();
     for f in filters {
         match classify(f, is_tag) {
             Some(Pushed::Time(s, e)) => {
@@ -254,6 +299,7 @@ pub fn request(
                 time = Some((s0.max(s), e0.min(e)));
             }
             Some(Pushed::Tag(m)) => matchers.push(m),
+            Some(Pushed::Field(b)) => field_bounds.push(b),
             None => {}
         }
     }
@@ -267,6 +313,7 @@ pub fn request(
         matcher,
         fields,
         tags: None,
+        field_bounds,
     };
     let text = describe(&req);
     (req, text)
@@ -311,7 +358,33 @@ mod tests {
                 col("host").not_eq(lit("a")),
                 Some("Tag(NotEq(\"host\", \"a\"))"),
             ),
-            ("eq on a field", col("v").eq(lit("a")), None),
+            ("eq on a field with a string", col("v").eq(lit("a")), None),
+            (
+                "a field above a number",
+                col("v").gt(lit(90.0)),
+                Some("Field(FieldBound { field: \"v\", op: AtLeast, value: 90.0 })"),
+            ),
+            (
+                "a number below a field (swapped)",
+                lit(5).lt(col("v")),
+                Some("Field(FieldBound { field: \"v\", op: AtLeast, value: 5.0 })"),
+            ),
+            (
+                "a field at most a number",
+                col("v").lt_eq(lit(-2)),
+                Some("Field(FieldBound { field: \"v\", op: AtMost, value: -2.0 })"),
+            ),
+            (
+                "a field equal to a number",
+                col("v").eq(lit(4u32)),
+                Some("Field(FieldBound { field: \"v\", op: Equal, value: 4.0 })"),
+            ),
+            (
+                "a field not equal to a number",
+                col("v").not_eq(lit(3)),
+                None,
+            ),
+            ("a tag compared with a number", col("host").gt(lit(3)), None),
             ("eq with a number", col("host").eq(lit(1)), None),
             (
                 "in",
@@ -469,7 +542,7 @@ mod tests {
     }
 
     #[test]
-    fn request_intersects_time_and_ands_tags() {
+    fn request_intersects_time_ands_tags_and_bounds_fields() {
         let filters = vec![
             col("time").gt_eq(ts(10)),
             col("time").lt(ts(20)),
@@ -483,7 +556,7 @@ mod tests {
         assert_eq!(
             text,
             "time=[1970-01-01T00:00:00.000000010Z, 1970-01-01T00:00:00.000000020Z), \
-             tags=(host = 'a' AND region != 'x')"
+             tags=(host = 'a' AND region != 'x'), fields=v >= 1"
         );
         // Contradictory bounds give an empty range, not an inverted one.
         let (req, _) = request(

@@ -133,6 +133,45 @@ async fn pushed_tag_predicates_give_the_rows_of_a_full_scan() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pushed_field_bounds_give_the_rows_of_the_exact_filter() {
+    let (_e, q, _, _) = loaded().await;
+    // v = day × 100 + host × 10 + region + hour: 102 ..= 376.
+    let cases: Vec<(&str, Option<&str>)> = vec![
+        ("v > 250", Some("v >= 250")),
+        ("v >= 250", Some("v >= 250")),
+        ("250 < v", Some("v >= 250")),
+        ("v > 250.5", Some("v >= 250.5")),
+        ("v < 120", Some("v <= 120")),
+        ("v <= 120", Some("v <= 120")),
+        ("v = 215", Some("v = 215")),
+        ("v > 200 AND v < 210", Some("v >= 200 AND v <= 210")),
+        ("v > 200 AND host = 'h2'", Some("v >= 200")),
+        ("v <> 215", None),
+        ("v > 250 OR host = 'h1'", None),
+        ("v > 10000", Some("v >= 10000")),
+    ];
+    for (pred, pushed_text) in cases {
+        let pushed = format!(
+            "SELECT host, region, dc, time, v FROM cpu WHERE {pred} ORDER BY host, region, time"
+        );
+        let reference = format!(
+            "SELECT host, region, dc, time, v FROM (SELECT * FROM cpu LIMIT 1000000) s \
+             WHERE {pred} ORDER BY host, region, time"
+        );
+        assert_eq!(
+            table(&q, &pushed).await,
+            table(&q, &reference).await,
+            "{pred}"
+        );
+        let plan = explain(&q, &pushed).await;
+        match pushed_text {
+            Some(t) => assert!(plan.contains(&format!("fields={t}")), "{pred}\n{plan}"),
+            None => assert!(!plan.contains("fields="), "{pred}\n{plan}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn explain_reports_regions_and_files_pruned_by_time() {
     let (_e, q, _, _) = loaded().await;
     let all = explain(&q, "SELECT * FROM cpu").await;

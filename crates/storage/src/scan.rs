@@ -23,6 +23,7 @@ use tempora_model::{FieldType, SeriesId, TIME_COLUMN};
 
 use crate::engine::{Engine, Shared};
 use crate::error::{Result, StorageError};
+use crate::field_bound::FieldBound;
 use crate::region::{Region, RegionSnapshot};
 use crate::run::{SortedRun, merge_runs};
 use crate::sst::{SstFilter, read_sst_cached};
@@ -40,6 +41,9 @@ pub struct ScanRequest {
     /// Tag columns to output, in this order; `None` outputs all. (Series are selected by
     /// `matcher` whatever this holds.)
     pub tags: Option<Vec<String>>,
+    /// Numeric bounds rows are dropped by before their tags are decoded (a superset of what
+    /// the query keeps; see [`crate::field_bound`]).
+    pub field_bounds: Vec<FieldBound>,
 }
 
 impl Default for ScanRequest {
@@ -49,6 +53,7 @@ impl Default for ScanRequest {
             matcher: Matcher::All,
             fields: None,
             tags: None,
+            field_bounds: Vec::new(),
         }
     }
 }
@@ -79,6 +84,7 @@ pub struct ScanPlan {
     tags: Vec<String>,
     fields: Vec<(String, FieldType)>,
     time: Option<(i64, i64)>,
+    field_bounds: Vec<FieldBound>,
     regions: Vec<RegionScan>,
     pub stats: ScanStats,
 }
@@ -101,6 +107,7 @@ impl ScanPlan {
     /// each (series, time) once. `None` when nothing in it matches.
     pub fn read(&self, i: usize) -> Result<Option<RecordBatch>> {
         let run = scan_region(&self.shared, &self.regions[i], &self.fields, self.time)?;
+        let run = crate::field_bound::filter_run(run, &self.fields, &self.field_bounds)?;
         if run.num_rows() == 0 {
             return Ok(None);
         }
@@ -252,6 +259,7 @@ impl Engine {
             tags,
             fields,
             time: req.time,
+            field_bounds: req.field_bounds.clone(),
             regions,
             stats,
         })

@@ -34,6 +34,7 @@ pub fn explain(engine: &Engine, table: &str, q: &FastQuery) -> Result<RecordBatc
                 matcher: b.matcher.clone(),
                 fields: Some(b.fields()),
                 tags: Some(b.group_tags.clone()),
+                field_bounds: Vec::new(),
             };
             let s = engine.plan_scan(table, &req)?.stats;
             format!(

@@ -100,6 +100,7 @@ fn fold_window(
         matcher: q.matcher.clone(),
         fields: Some(q.fields()),
         tags: Some(q.group_tags.clone()),
+        field_bounds: Vec::new(),
     };
     let plan = engine.plan_scan(table, &req)?;
     for region in 0..plan.regions() {

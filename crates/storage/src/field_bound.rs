@@ -1,0 +1,128 @@
+//! Field bounds: numeric comparisons a scan applies to the rows it read before it decodes
+//! their tags (`WHERE usage_user > 90` keeps a tenth of the rows; their tag strings are then
+//! made for that tenth only).
+//!
+//! Invariant: a bound keeps a superset of the rows its SQL comparison keeps, so the query
+//! engine, which applies the exact comparison afterwards, gives the same answer with or
+//! without it. Hence: values are compared as `f64` with `>` read as `>=` and `<` as `<=`
+//! (an integer beyond 2^53 may round onto the literal), NaN is always kept (the engine's own
+//! ordering of NaN decides), and a NULL value is dropped (a comparison with NULL is never
+//! true). A bound on a field the scan does not read is ignored.
+
+use arrow::array::{AsArray, BooleanArray};
+use arrow::compute::{cast, filter_record_batch};
+use arrow::datatypes::{DataType, Float64Type};
+use tempora_model::FieldType;
+
+use crate::error::Result;
+use crate::run::SortedRun;
+
+/// Which side of `value` a kept row's field lies on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BoundOp {
+    AtLeast,
+    AtMost,
+    Equal,
+}
+
+/// `field <op> value`, see the module header.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldBound {
+    pub field: String,
+    pub op: BoundOp,
+    pub value: f64,
+}
+
+impl FieldBound {
+    /// Whether a row whose field holds `x` is kept.
+    pub fn keeps(&self, x: f64) -> bool {
+        x.is_nan()
+            || match self.op {
+                BoundOp::AtLeast => x >= self.value,
+                BoundOp::AtMost => x <= self.value,
+                BoundOp::Equal => x == self.value,
+            }
+    }
+}
+
+impl std::fmt::Display for FieldBound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let op = match self.op {
+            BoundOp::AtLeast => ">=",
+            BoundOp::AtMost => "<=",
+            BoundOp::Equal => "=",
+        };
+        write!(f, "{} {op} {}", self.field, self.value)
+    }
+}
+
+/// The rows of `run` (over `fields`) every bound keeps.
+pub fn filter_run(
+    run: SortedRun,
+    fields: &[(String, FieldType)],
+    bounds: &[FieldBound],
+) -> Result<SortedRun> {
+    let mut mask: Option<Vec<bool>> = None;
+    for b in bounds {
+        let Some(i) = fields.iter().position(|(n, t)| {
+            *n == b.field && matches!(t, FieldType::F64 | FieldType::I64 | FieldType::U64)
+        }) else {
+            continue;
+        };
+        let col = cast(run.batch.column(3 + i), &DataType::Float64)?;
+        let col = col.as_primitive::<Float64Type>();
+        let m = mask.get_or_insert_with(|| vec![true; run.num_rows()]);
+        for (k, x) in m.iter_mut().zip(col.iter()) {
+            *k = *k && x.is_some_and(|x| b.keeps(x));
+        }
+    }
+    let Some(mask) = mask else { return Ok(run) };
+    let mask = BooleanArray::from(mask);
+    if mask.true_count() == mask.len() {
+        return Ok(run);
+    }
+    Ok(SortedRun {
+        keys: run.keys,
+        batch: filter_record_batch(&run.batch, &mask)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_named_cases() {
+        let b = |op, value| FieldBound {
+            field: "v".into(),
+            op,
+            value,
+        };
+        let big = 9_007_199_254_740_993_i64; // 2^53 + 1, rounds to 2^53 as f64
+        let cases: &[(&str, FieldBound, f64, bool)] = &[
+            ("at least: above", b(BoundOp::AtLeast, 90.0), 95.0, true),
+            (
+                "at least: equal (SQL >)",
+                b(BoundOp::AtLeast, 90.0),
+                90.0,
+                true,
+            ),
+            ("at least: below", b(BoundOp::AtLeast, 90.0), 89.9, false),
+            ("at most: below", b(BoundOp::AtMost, 1.5), -3.0, true),
+            ("at most: above", b(BoundOp::AtMost, 1.5), 1.6, false),
+            ("equal", b(BoundOp::Equal, 4.0), 4.0, true),
+            ("not equal", b(BoundOp::Equal, 4.0), 4.5, false),
+            ("NaN kept", b(BoundOp::AtMost, 0.0), f64::NAN, true),
+            ("infinity", b(BoundOp::AtLeast, 1e308), f64::INFINITY, true),
+            (
+                "an integer past 2^53 that SQL > keeps",
+                b(BoundOp::AtLeast, 9_007_199_254_740_992.0),
+                big as f64,
+                true,
+            ),
+        ];
+        for (name, bound, x, want) in cases {
+            assert_eq!(bound.keeps(*x), *want, "{name}");
+        }
+    }
+}
