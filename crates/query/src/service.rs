@@ -297,6 +297,7 @@ impl QueryService {
             FastQuery::Latest(l) => {
                 crate::fast::run::run_latest(&engine, &table, l, &pool).map(Some)
             }
+            FastQuery::Rows(r) => crate::fast::run::run_rows(&engine, &table, r, &pool, &cancel),
         });
         let timeout = self.timeout_for(opts);
         let out = match tokio::time::timeout(timeout, task).await {

@@ -49,6 +49,39 @@ pub fn explain(engine: &Engine, table: &str, q: &FastQuery) -> Result<RecordBatc
                 describe(&req)
             )
         }
+        FastQuery::Rows(r) => {
+            let req = ScanRequest {
+                time: (r.time != (i64::MIN, i64::MAX)).then_some(r.time),
+                matcher: r.matcher.clone(),
+                fields: None,
+                tags: None,
+                field_bounds: r.bounds(),
+            };
+            let s = engine.plan_scan(table, &req)?.stats;
+            let cmps: Vec<String> = r
+                .comparisons
+                .iter()
+                .map(|c| format!("{} {} {:?}", c.field, c.op, c.lit))
+                .collect();
+            let order: Vec<String> = r
+                .order
+                .iter()
+                .map(|(c, asc, _)| format!("{c} {}", if *asc { "ASC" } else { "DESC" }))
+                .collect();
+            format!(
+                "TemporaFastRows: filter=[{}], order=[{}], limit={:?}\n  TemporaScanExec: table={short}, regions={}/{}, files={}/{}, series={}/{}, pushed=[{}]",
+                cmps.join(" AND "),
+                order.join(", "),
+                r.limit,
+                s.regions_kept,
+                s.regions_total,
+                s.files_kept,
+                s.files_total,
+                s.series_kept,
+                s.series_total,
+                describe(&req)
+            )
+        }
         FastQuery::Latest(l) => {
             let keys: Vec<&str> = l.keys.iter().map(|(k, _)| k.as_str()).collect();
             let tags = match l.matcher {

@@ -566,7 +566,7 @@ pub(crate) fn conjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
 }
 
 /// A comparison of `time` with a string literal as a `[start, end)` bound.
-fn time_bound(cx: &Cx, e: &Expr) -> Option<(i64, i64)> {
+pub(crate) fn time_bound(cx: &Cx, e: &Expr) -> Option<(i64, i64)> {
     let Expr::BinaryOp { left, op, right } = e else {
         return None;
     };

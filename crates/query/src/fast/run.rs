@@ -17,6 +17,7 @@ use tempora_storage::{Engine, ScanRequest, StorageError};
 use super::aggregate::Fold;
 use super::latest::LatestQuery;
 use super::recognize::BucketQuery;
+use super::rows::RowsQuery;
 use crate::error::Result;
 use crate::functions::date_trunc::truncate;
 
@@ -34,6 +35,54 @@ pub fn run_latest(
     let latest = engine.latest(table, &q.matcher, Some(&q.fields(&schema)))?;
     reservation.try_resize(latest.get_array_memory_size())?;
     Ok(q.finish(&latest)?)
+}
+
+/// Runs a row-selection query on the calling (blocking) thread; `Ok(None)` when `cancel`
+/// was set.
+pub fn run_rows(
+    engine: &Engine,
+    table: &str,
+    q: &RowsQuery,
+    pool: &Arc<dyn MemoryPool>,
+    cancel: &AtomicBool,
+) -> Result<Option<RecordBatch>> {
+    let reservation = MemoryConsumer::new("tempora fast path").register(pool);
+    let schema = engine
+        .schema(table)
+        .ok_or_else(|| StorageError::TableNotFound(table.to_string()))?;
+    let (tags, fields) = q.reads(&schema);
+    let typed: Vec<(String, tempora_model::FieldType)> = schema
+        .fields()
+        .filter(|(n, _)| fields.iter().any(|f| f == n))
+        .map(|(n, t)| (n.to_string(), t))
+        .collect();
+    // The scan returns fields in request order: ask in the schema's order, as `typed` is.
+    let req = ScanRequest {
+        time: (q.time != (i64::MIN, i64::MAX)).then_some(q.time),
+        matcher: q.matcher.clone(),
+        fields: Some(typed.iter().map(|(n, _)| n.clone()).collect()),
+        tags: Some(tags.clone()),
+        field_bounds: q.bounds(),
+    };
+    let read_schema = tempora_storage::output_schema(&tags, &typed);
+    let plan = engine.plan_scan(table, &req)?;
+    let mut kept = Vec::new();
+    for region in 0..plan.regions() {
+        if cancel.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let Some(b) = plan.read(region)? else {
+            continue;
+        };
+        reservation.try_grow(b.get_array_memory_size())?;
+        let k = q.keep(&b)?;
+        reservation.shrink(b.get_array_memory_size());
+        reservation.try_grow(k.get_array_memory_size())?;
+        if k.num_rows() > 0 {
+            kept.push(k);
+        }
+    }
+    Ok(Some(q.finish(&kept, &read_schema)?))
 }
 
 /// Windows to try, narrowest first; the last is always the query's whole range.
@@ -151,7 +200,7 @@ mod tests {
         ));
         match recognize(sql, &|t| (t == "t").then(|| schema.clone())).expect(sql) {
             FastQuery::Bucket(b) => b,
-            FastQuery::Latest(_) => panic!("a bucket query: {sql}"),
+            other => panic!("a bucket query: {sql}: {other:?}"),
         }
     }
 

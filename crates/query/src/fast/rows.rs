@@ -1,0 +1,394 @@
+//! The row-selection fast path: plain columns of the rows that pass time, tag and numeric
+//! field conditions, sorted, without DataFusion's planner (TSBS high-cpu).
+//!
+//! ```sql
+//! SELECT c1 [AS a1], … FROM t
+//! [WHERE <time comparisons> AND <tag predicates> AND <field op number> …]
+//! [ORDER BY <column> [ASC|DESC] [NULLS FIRST|LAST], …] [LIMIT n]
+//! ```
+//!
+//! A field comparison is evaluated as DataFusion evaluates it after type coercion: an integer
+//! field against an integer literal as `Int64`, anything with a float as `Float64`, both with
+//! Arrow's comparison kernels (the ones DataFusion calls, with their NaN ordering). The scan
+//! also gets each comparison as a [`FieldBound`] (a superset), so tags are decoded only for
+//! rows that may pass.
+
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, BooleanArray, Datum, Float64Array, Int64Array, RecordBatch};
+use arrow::compute::kernels::cmp;
+use arrow::compute::{SortColumn, SortOptions, and, cast, concat_batches, filter_record_batch};
+use arrow::compute::{lexsort_to_indices, take_record_batch};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use datafusion::sql::sqlparser::ast::{
+    BinaryOperator, Expr, GroupByExpr, OrderByKind, Query, SelectItem, SetExpr, UnaryOperator,
+    Value,
+};
+use tempora_model::{ColumnKind, FieldType, TIME_COLUMN, TableSchema};
+use tempora_storage::{BoundOp, FieldBound, Matcher};
+
+use super::recognize::{
+    Cx, conjuncts, ident_name, limit, plain_query, plain_select, single_table, tag_matcher,
+    time_bound,
+};
+
+/// A numeric literal as DataFusion types it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Lit {
+    Int(i64),
+    Float(f64),
+}
+
+/// `field <op> literal`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    pub field: String,
+    pub op: BinaryOperator,
+    pub lit: Lit,
+    pub float_field: bool,
+}
+
+/// A recognised row-selection query.
+#[derive(Debug, Clone)]
+pub struct RowsQuery {
+    pub table: String,
+    /// Inclusive start, exclusive end (ns); `i64::MIN`/`i64::MAX` where unbounded.
+    pub time: (i64, i64),
+    pub matcher: Matcher,
+    pub comparisons: Vec<Comparison>,
+    /// Output name, column read, its Arrow type.
+    pub columns: Vec<(String, String, DataType)>,
+    /// Column, ascending, nulls first.
+    pub order: Vec<(String, bool, bool)>,
+    pub limit: Option<usize>,
+}
+
+fn column_type(schema: &TableSchema, c: &str) -> Option<DataType> {
+    Some(match schema.kind(c) {
+        Some(ColumnKind::Tag) => DataType::Utf8,
+        Some(ColumnKind::Field(t)) => tempora_storage::memtable::arrow_type(t),
+        None if c == TIME_COLUMN => DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+        None => return None,
+    })
+}
+
+impl RowsQuery {
+    pub fn schema(&self) -> SchemaRef {
+        Arc::new(Schema::new(
+            self.columns
+                .iter()
+                .map(|(name, _, ty)| Field::new(name, ty.clone(), true))
+                .collect::<Vec<_>>(),
+        ))
+    }
+
+    /// Every column the query reads (selected, compared or sorted), split into the tags and
+    /// the fields of `schema`.
+    pub fn reads(&self, schema: &TableSchema) -> (Vec<String>, Vec<String>) {
+        let mut tags: Vec<String> = Vec::new();
+        let mut fields: Vec<String> = Vec::new();
+        let all = self
+            .columns
+            .iter()
+            .map(|c| &c.1)
+            .chain(self.comparisons.iter().map(|c| &c.field))
+            .chain(self.order.iter().map(|o| &o.0));
+        for c in all {
+            let list = match schema.kind(c) {
+                Some(ColumnKind::Tag) => &mut tags,
+                Some(ColumnKind::Field(_)) => &mut fields,
+                None => continue,
+            };
+            if !list.contains(c) {
+                list.push(c.clone());
+            }
+        }
+        (tags, fields)
+    }
+
+    /// The comparisons as scan bounds (supersets, see [`FieldBound`]).
+    pub fn bounds(&self) -> Vec<FieldBound> {
+        self.comparisons
+            .iter()
+            .filter_map(|c| {
+                let op = match c.op {
+                    BinaryOperator::Gt | BinaryOperator::GtEq => BoundOp::AtLeast,
+                    BinaryOperator::Lt | BinaryOperator::LtEq => BoundOp::AtMost,
+                    BinaryOperator::Eq => BoundOp::Equal,
+                    _ => return None,
+                };
+                let value = match c.lit {
+                    Lit::Int(i) => i as f64,
+                    Lit::Float(f) => f,
+                };
+                Some(FieldBound {
+                    field: c.field.clone(),
+                    op,
+                    value,
+                })
+            })
+            .collect()
+    }
+
+    /// The rows of a scan batch (tags, time, fields by name) that every comparison keeps.
+    pub fn keep(&self, b: &RecordBatch) -> arrow::error::Result<RecordBatch> {
+        let mut mask: Option<BooleanArray> = None;
+        for c in &self.comparisons {
+            let col = b.column(b.schema().index_of(&c.field)?);
+            let m = compare(col, c)?;
+            mask = Some(match mask {
+                None => m,
+                Some(prev) => and(&prev, &m)?,
+            });
+        }
+        match mask {
+            None => Ok(b.clone()),
+            Some(m) => filter_record_batch(b, &m),
+        }
+    }
+
+    /// The kept rows of all regions: sorted, limited, projected to the output.
+    pub fn finish(
+        &self,
+        kept: &[RecordBatch],
+        read: &SchemaRef,
+    ) -> arrow::error::Result<RecordBatch> {
+        let all = concat_batches(read, kept)?;
+        let sorted = if self.order.is_empty() {
+            match self.limit {
+                Some(l) if l < all.num_rows() => all.slice(0, l),
+                _ => all,
+            }
+        } else {
+            let keys: Vec<SortColumn> = self
+                .order
+                .iter()
+                .map(|(c, asc, nulls_first)| {
+                    Ok(SortColumn {
+                        values: all.column(all.schema().index_of(c)?).clone(),
+                        options: Some(SortOptions {
+                            descending: !asc,
+                            nulls_first: *nulls_first,
+                        }),
+                    })
+                })
+                .collect::<arrow::error::Result<_>>()?;
+            let idx = lexsort_to_indices(&keys, self.limit)?;
+            take_record_batch(&all, &idx)?
+        };
+        let cols: Vec<ArrayRef> = self
+            .columns
+            .iter()
+            .map(|(_, c, _)| Ok(sorted.column(sorted.schema().index_of(c)?).clone()))
+            .collect::<arrow::error::Result<_>>()?;
+        RecordBatch::try_new(self.schema(), cols)
+    }
+}
+
+/// `col <op> lit` with DataFusion's coercion: Int64 against an integer, Float64 otherwise.
+fn compare(col: &ArrayRef, c: &Comparison) -> arrow::error::Result<BooleanArray> {
+    let (left, right): (ArrayRef, Box<dyn Datum>) = match (c.float_field, c.lit) {
+        (false, Lit::Int(i)) => (col.clone(), Box::new(Int64Array::new_scalar(i))),
+        (_, lit) => {
+            let v = match lit {
+                Lit::Int(i) => i as f64,
+                Lit::Float(f) => f,
+            };
+            (
+                cast(col, &DataType::Float64)?,
+                Box::new(Float64Array::new_scalar(v)),
+            )
+        }
+    };
+    let right = right.as_ref();
+    match c.op {
+        BinaryOperator::Gt => cmp::gt(&left, right),
+        BinaryOperator::GtEq => cmp::gt_eq(&left, right),
+        BinaryOperator::Lt => cmp::lt(&left, right),
+        BinaryOperator::LtEq => cmp::lt_eq(&left, right),
+        BinaryOperator::Eq => cmp::eq(&left, right),
+        BinaryOperator::NotEq => cmp::neq(&left, right),
+        ref other => unreachable!("recognised comparisons only: {other}"),
+    }
+}
+
+/// A parsed query as a [`RowsQuery`], or `None` when it is not of that shape.
+pub fn rows_query(
+    q: &Query,
+    schema: &dyn Fn(&str) -> Option<Arc<TableSchema>>,
+) -> Option<RowsQuery> {
+    let SetExpr::Select(s) = q.body.as_ref() else {
+        return None;
+    };
+    let no_group =
+        matches!(&s.group_by, GroupByExpr::Expressions(e, m) if e.is_empty() && m.is_empty());
+    if !plain_query(q) || !plain_select(s) || s.distinct.is_some() || !no_group {
+        return None;
+    }
+    let (table, alias) = single_table(s)?;
+    let ts = schema(&table)?;
+    let cx = Cx {
+        table: &table,
+        alias: alias.as_deref(),
+        schema: &ts,
+    };
+    let mut columns = Vec::new();
+    for item in &s.projection {
+        let (e, alias) = match item {
+            SelectItem::UnnamedExpr(e) => (e, None),
+            SelectItem::ExprWithAlias { expr, alias } => (expr, Some(ident_name(alias))),
+            _ => return None,
+        };
+        let c = cx.column(e)?;
+        let ty = column_type(&ts, &c)?;
+        if alias
+            .as_ref()
+            .is_some_and(|a| *a != c && column_type(&ts, a).is_some())
+        {
+            return None;
+        }
+        columns.push((alias.unwrap_or_else(|| c.clone()), c, ty));
+    }
+    let mut fq = RowsQuery {
+        table: table.clone(),
+        time: (i64::MIN, i64::MAX),
+        matcher: Matcher::All,
+        comparisons: Vec::new(),
+        columns,
+        order: Vec::new(),
+        limit: limit(q)?,
+    };
+    if let Some(w) = &s.selection {
+        where_clause(&cx, &mut fq, w)?;
+    }
+    fq.order = order(&cx, q, &fq.columns)?;
+    Some(fq)
+}
+
+fn where_clause(cx: &Cx, fq: &mut RowsQuery, w: &Expr) -> Option<()> {
+    let mut conj = Vec::new();
+    conjuncts(w, &mut conj);
+    let mut tags = Vec::new();
+    for c in conj {
+        if let Some((lo, hi)) = time_bound(cx, c) {
+            fq.time = (fq.time.0.max(lo), fq.time.1.min(hi));
+        } else if let Some(cmp) = comparison(cx, c) {
+            fq.comparisons.push(cmp);
+        } else {
+            tags.push(tag_matcher(cx, c)?);
+        }
+    }
+    fq.matcher = match tags.len() {
+        0 => Matcher::All,
+        1 => tags.pop()?,
+        _ => Matcher::And(tags),
+    };
+    Some(())
+}
+
+/// `field op number` (either way round) over an Int64 or Float64 field.
+fn comparison(cx: &Cx, e: &Expr) -> Option<Comparison> {
+    let Expr::BinaryOp { left, op, right } = e else {
+        return None;
+    };
+    let field_of = |e: &Expr| {
+        let c = cx.column(e)?;
+        match cx.column_kind(&c)? {
+            ColumnKind::Field(FieldType::I64) => Some((c, false)),
+            ColumnKind::Field(FieldType::F64) => Some((c, true)),
+            _ => None,
+        }
+    };
+    let ((field, float_field), lit, op) = match (field_of(left), number(right)) {
+        (Some(f), Some(n)) => (f, n, op.clone()),
+        _ => {
+            let flipped = match op {
+                BinaryOperator::Lt => BinaryOperator::Gt,
+                BinaryOperator::LtEq => BinaryOperator::GtEq,
+                BinaryOperator::Gt => BinaryOperator::Lt,
+                BinaryOperator::GtEq => BinaryOperator::LtEq,
+                BinaryOperator::Eq | BinaryOperator::NotEq => op.clone(),
+                _ => return None,
+            };
+            (field_of(right)?, number(left)?, flipped)
+        }
+    };
+    matches!(
+        op,
+        BinaryOperator::Gt
+            | BinaryOperator::GtEq
+            | BinaryOperator::Lt
+            | BinaryOperator::LtEq
+            | BinaryOperator::Eq
+            | BinaryOperator::NotEq
+    )
+    .then_some(Comparison {
+        field,
+        op,
+        lit,
+        float_field,
+    })
+}
+
+/// A number literal as DataFusion types it: digits only → Int64 (if it fits), else Float64.
+fn number(e: &Expr) -> Option<Lit> {
+    match e {
+        Expr::Nested(inner) => number(inner),
+        Expr::UnaryOp {
+            op: UnaryOperator::Minus,
+            expr,
+        } => match number(expr)? {
+            Lit::Int(i) => i.checked_neg().map(Lit::Int),
+            Lit::Float(f) => Some(Lit::Float(-f)),
+        },
+        Expr::Value(v) => match &v.value {
+            Value::Number(s, _) => {
+                if s.bytes().all(|b| b.is_ascii_digit()) {
+                    s.parse().ok().map(Lit::Int)
+                } else {
+                    let f: f64 = s.parse().ok()?;
+                    f.is_finite().then_some(Lit::Float(f))
+                }
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// ORDER BY over columns of the table or output names that rename one.
+fn order(
+    cx: &Cx,
+    q: &Query,
+    columns: &[(String, String, DataType)],
+) -> Option<Vec<(String, bool, bool)>> {
+    let Some(ob) = &q.order_by else {
+        return Some(Vec::new());
+    };
+    let OrderByKind::Expressions(list) = &ob.kind else {
+        return None;
+    };
+    if ob.interpolate.is_some() {
+        return None;
+    }
+    list.iter()
+        .map(|o| {
+            if o.with_fill.is_some() {
+                return None;
+            }
+            let name = cx.column(&o.expr)?;
+            let c = match columns
+                .iter()
+                .find(|(out, src, _)| *out == name && *src != name)
+            {
+                Some((_, src, _)) => src.clone(),
+                None => {
+                    column_type(cx.schema, &name)?;
+                    name
+                }
+            };
+            let asc = o.options.asc.unwrap_or(true);
+            Some((c, asc, o.options.nulls_first.unwrap_or(!asc)))
+        })
+        .collect()
+}
