@@ -75,8 +75,11 @@ pub(crate) fn split_explain(stmt: &str) -> (&str, &str) {
         let rest = &stmt[at..];
         let word = rest.trim_start();
         let skipped = rest.len() - word.len();
+        // `get` also refuses a cut inside a multi-byte character (`-- 日本語`).
         let matches = word.len() > kw.len()
-            && word[..kw.len()].eq_ignore_ascii_case(kw)
+            && word
+                .get(..kw.len())
+                .is_some_and(|w| w.eq_ignore_ascii_case(kw))
             && word[kw.len()..].starts_with(char::is_whitespace);
         if matches {
             at += skipped + kw.len();
@@ -123,6 +126,35 @@ pub fn validate_database(name: &str) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use super::split_explain;
+
+    #[test]
+    fn split_explain_named_cases() {
+        let cases = [
+            ("plain", "EXPLAIN SELECT 1", ("EXPLAIN", " SELECT 1")),
+            (
+                "analyze verbose",
+                "explain analyze verbose SELECT 1",
+                ("explain analyze verbose", " SELECT 1"),
+            ),
+            ("no explain", "SELECT 1", ("", "SELECT 1")),
+            ("a word that starts like it", "EXPLAINED", ("", "EXPLAINED")),
+            (
+                "multi-byte text where the keyword would end",
+                "-- 日本語\nSELECT 1",
+                ("", "-- 日本語\nSELECT 1"),
+            ),
+            (
+                "multi-byte after EXPLAIN",
+                "EXPLAIN 温度",
+                ("EXPLAIN", " 温度"),
+            ),
+        ];
+        for (name, text, want) in cases {
+            assert_eq!(split_explain(text), want, "{name}");
+        }
+    }
+
     #[test]
     fn each_statement_of_a_text_is_rewritten_on_its_own() {
         let got = super::rewrite_extensions(

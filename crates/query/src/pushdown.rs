@@ -110,6 +110,19 @@ pub fn classify(e: &Expr, is_tag: &dyn Fn(&str) -> bool) -> Option<Pushed> {
 /// → at most, `=` → equal. Not for `time` or tags; a column that is not a numeric field is
 /// ignored by the scan.
 fn field_bound(b: &BinaryExpr, is_tag: &dyn Fn(&str) -> bool) -> Option<FieldBound> {
+    // Only a bare column or a cast to Float64 (exact for floats, monotone for integers): a
+    // narrowing cast (`CAST(v AS BIGINT) = 5` keeps 5.7) would make the bound drop rows.
+    let plain = |e: &Expr| match e {
+        Expr::Column(_) => true,
+        Expr::Cast(c) => {
+            c.field.data_type() == &arrow::datatypes::DataType::Float64
+                && matches!(*c.expr, Expr::Column(_))
+        }
+        _ => false,
+    };
+    if !plain(&b.left) && !plain(&b.right) {
+        return None;
+    }
     let (col, op, v) = column_op_literal(b)?;
     if col == tempora_model::TIME_COLUMN || is_tag(col) {
         return None;

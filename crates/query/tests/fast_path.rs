@@ -447,6 +447,20 @@ const UNSHAPED: &[(&str, &str)] = &[
     ),
     ("count(DISTINCT)", "SELECT count(DISTINCT i) AS n FROM m"),
     ("a wildcard", "SELECT * FROM m WHERE host = 'h1'"),
+    ("two outputs of one name", "SELECT i, i FROM m"),
+    (
+        "two aliases of one name",
+        "SELECT i AS a, f AS a FROM m ORDER BY a",
+    ),
+    (
+        "latest with two outputs of one name",
+        "SELECT DISTINCT ON (host) host, i AS host FROM m ORDER BY host, time DESC",
+    ),
+    ("an empty select list", "SELECT FROM m"),
+    (
+        "a qualified name that is an output alias",
+        "SELECT host, time AS t2 FROM m t ORDER BY t.t2",
+    ),
     (
         "an expression in the select list",
         "SELECT time, i + 1 AS j FROM m",
@@ -527,6 +541,45 @@ async fn a_nan_under_max_hands_the_query_back_to_datafusion() {
     // ... and the service's answer is DataFusion's.
     let (a, b) = (run(&fast, sql).await, run(&planner, sql).await);
     assert_eq!(rows(&a), rows(&b));
+}
+
+#[tokio::test]
+async fn signed_zeros_under_max_hand_the_query_back_to_datafusion() {
+    let (_engine, fast, planner) = loaded().await;
+    for (t, f) in [
+        ("2024-01-01T23:00:00Z", "0.0"),
+        ("2024-01-01T23:01:00Z", "-0.0"),
+    ] {
+        exec(
+            &fast,
+            &format!("INSERT INTO m (time, host, i, f) VALUES ('{t}', 'hz', 1, {f})"),
+        )
+        .await;
+    }
+    for sql in [
+        "SELECT max(f) AS mx FROM m WHERE host = 'hz'",
+        "SELECT min(f) AS mn FROM m WHERE host = 'hz'",
+    ] {
+        let q = fast.recognize_fast("db", sql).expect("recognised");
+        assert!(
+            fast.run_fast("db", q, &QueryOptions::default())
+                .await
+                .is_none(),
+            "{sql}"
+        );
+        assert_eq!(
+            rows(&run(&fast, sql).await),
+            rows(&run(&planner, sql).await)
+        );
+    }
+    // One zero alone is folded as any value.
+    let sql = "SELECT max(f) AS mx FROM m WHERE host = 'hz' AND time < '2024-01-01T23:00:30Z'";
+    let q = fast.recognize_fast("db", sql).expect("recognised");
+    assert!(
+        fast.run_fast("db", q, &QueryOptions::default())
+            .await
+            .is_some()
+    );
 }
 
 #[tokio::test]

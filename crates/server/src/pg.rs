@@ -333,10 +333,10 @@ impl ExtendedQueryHandler for PgDispatch {
     {
         let started = std::time::Instant::now();
         let db = self.database(client);
-        let marker = plain_query(portal)
-            .filter(|p| pg_fast::is_marker(p))
-            .is_some();
-        if marker {
+        // A marker is never run as a plan: with parameters bound (which its text does not
+        // use), or when the fast path declines, the text is planned by DataFusion.
+        let marker = matches!(&portal.statement.statement.1, Some((_, p)) if pg_fast::is_marker(p));
+        if marker && portal.parameter_len() == 0 {
             let sql = &portal.statement.statement.0;
             let format = &portal.result_column_format;
             if let Some(q) = self.query.recognize_fast(&db, sql)

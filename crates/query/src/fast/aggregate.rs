@@ -27,6 +27,8 @@ pub enum Bail {
     NanInMinMax,
     /// An integer sum past its type's range.
     SumOverflow,
+    /// -0.0 and 0.0 meeting under `min`/`max` (which one DataFusion keeps is its own).
+    SignedZeros,
 }
 
 /// One aggregate's running state.
@@ -324,6 +326,11 @@ fn fold_segment(
                 *v = Some(match (func, *v) {
                     (AggFunc::Max | AggFunc::Min, _) if x.is_nan() => {
                         return Err(Bail::NanInMinMax);
+                    }
+                    (AggFunc::Max | AggFunc::Min, Some(y))
+                        if x == 0.0 && y == 0.0 && x.is_sign_negative() != y.is_sign_negative() =>
+                    {
+                        return Err(Bail::SignedZeros);
                     }
                     (_, None) => x,
                     (AggFunc::Max, Some(y)) => y.max(x),

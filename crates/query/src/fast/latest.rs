@@ -137,6 +137,9 @@ pub fn latest_query(
         }
         columns.push((alias.unwrap_or_else(|| c.clone()), c, ty));
     }
+    if !super::rows::unique_names(&columns) {
+        return None;
+    }
     let matcher = match &s.selection {
         None => Matcher::All,
         Some(w) => {

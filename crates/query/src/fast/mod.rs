@@ -28,8 +28,9 @@
 //!   by `tests/fast_path.rs` against the planner on memtable and file data). Float sums may
 //!   differ in the last bits, as DataFusion's own do between runs, since both add in an order
 //!   that depends on how the rows are split.
-//! - A case the fold cannot match exactly (a NaN under `min`/`max`, an integer sum that
-//!   overflows) is found during the fold and answered by DataFusion instead ([`Fold::Bail`]).
+//! - A case the fold cannot match exactly (a NaN under `min`/`max`, -0.0 meeting 0.0 there,
+//!   an integer sum that overflows) is found during the fold and answered by DataFusion
+//!   instead ([`aggregate::Bail`]).
 //! - Rows are read under the query's memory limit, one region at a time, as the planned scan
 //!   reads them; the fold holds one state per group, so memory follows the groups.
 //! - `ORDER BY <bucket> DESC LIMIT n` first reads only the last `n` buckets of the range, and

@@ -208,6 +208,9 @@ fn bucket_select(
         }
         items.push(p);
     }
+    if items.is_empty() {
+        return None;
+    }
     fq.outputs = group_by(&cx, &mut fq, s, items, &bucket_aliases)?;
     if let Some(w) = &s.selection {
         where_clause(&cx, &mut fq, w)?;

@@ -249,6 +249,9 @@ pub fn rows_query(
         }
         columns.push((alias.unwrap_or_else(|| c.clone()), c, ty));
     }
+    if !unique_names(&columns) {
+        return None;
+    }
     let mut fq = RowsQuery {
         table: table.clone(),
         time: (i64::MIN, i64::MAX),
@@ -377,9 +380,11 @@ fn order(
                 return None;
             }
             let name = cx.column(&o.expr)?;
+            // An output alias is named by a bare identifier only (`t.a` is a table column).
+            let bare = matches!(o.expr, Expr::Identifier(_));
             let c = match columns
                 .iter()
-                .find(|(out, src, _)| *out == name && *src != name)
+                .find(|(out, src, _)| bare && *out == name && *src != name)
             {
                 Some((_, src, _)) => src.clone(),
                 None => {
@@ -391,4 +396,14 @@ fn order(
             Some((c, asc, o.options.nulls_first.unwrap_or(!asc)))
         })
         .collect()
+}
+
+/// Whether the select list is non-empty and names each output once (DataFusion refuses a
+/// projection with two columns of one name).
+pub(crate) fn unique_names(columns: &[(String, String, DataType)]) -> bool {
+    !columns.is_empty()
+        && columns
+            .iter()
+            .enumerate()
+            .all(|(i, (n, _, _))| columns[..i].iter().all(|(m, _, _)| m != n))
 }

@@ -82,6 +82,9 @@ pub fn run_rows(
             kept.push(k);
         }
     }
+    // The concatenation and the sorted copy are two more copies of the kept rows.
+    let kept_bytes: usize = kept.iter().map(|b| b.get_array_memory_size()).sum();
+    reservation.try_grow(kept_bytes.saturating_mul(2))?;
     Ok(Some(q.finish(&kept, &read_schema)?))
 }
 
@@ -97,7 +100,8 @@ pub fn windows(q: &BucketQuery) -> Vec<(i64, i64)> {
     {
         let last = truncate(end - 1, b);
         for buckets in [limit, limit.saturating_mul(16)] {
-            let back = (buckets as i64 - 1).saturating_mul(b.0);
+            let buckets = i64::try_from(buckets).unwrap_or(i64::MAX);
+            let back = (buckets - 1).saturating_mul(b.0);
             let from = last.saturating_sub(back);
             if from <= start {
                 break;
