@@ -429,6 +429,11 @@ fn extended_protocol_queries_answer_alike_in_text_binary_and_with_parameters() {
         "SELECT DISTINCT ON (host) host, time, usage FROM cpu WHERE {one} = 1 \
          ORDER BY host, time DESC",
         "SELECT host, usage FROM cpu WHERE usage > 1000 + {one}",
+        // The fast path's shapes (text and binary run it; the parameter goes to DataFusion).
+        "SELECT date_trunc('minute', time) AS m, max(usage) AS mx, avg(usage) AS a FROM cpu \
+         WHERE host = 'b' GROUP BY m ORDER BY m DESC LIMIT {one}",
+        "SELECT DISTINCT ON (host) host, time, usage FROM cpu ORDER BY host, time DESC \
+         LIMIT {one}",
     ];
     let out = python(
         THREE_WAYS,
@@ -444,7 +449,7 @@ fn extended_protocol_queries_answer_alike_in_text_binary_and_with_parameters() {
             v[1].as_u64().unwrap()
         })
         .collect();
-    assert_eq!(rows, [18, 2, 3, 2, 0], "{out}");
+    assert_eq!(rows, [18, 2, 3, 2, 0, 1, 1], "{out}");
     assert!(
         lines[queries.len()].starts_with("error "),
         "a failing execution is an error: {out}"
