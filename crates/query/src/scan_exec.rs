@@ -133,19 +133,7 @@ impl DisplayAs for TemporaScanExec {
         let table = self.table.split_once('.').map_or(&*self.table, |(_, t)| t);
         write!(f, "TemporaScanExec: table={table}")?;
         match &self.source {
-            ScanSource::Regions(plan) => {
-                let s = plan.stats;
-                write!(
-                    f,
-                    ", regions={}/{}, files={}/{}, series={}/{}",
-                    s.regions_kept,
-                    s.regions_total,
-                    s.files_kept,
-                    s.files_total,
-                    s.series_kept,
-                    s.series_total
-                )?;
-            }
+            ScanSource::Regions(plan) => write!(f, ", {}", plan.stats)?,
             ScanSource::Latest(b) => write!(f, ", last_value_cache=true, series={}", b.num_rows())?,
         }
         if !self.pushed.is_empty() {

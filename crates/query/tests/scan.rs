@@ -81,6 +81,25 @@ fn stat(plan: &str, name: &str) -> (usize, usize) {
     (k.parse().unwrap(), t.parse().unwrap())
 }
 
+/// Asserts that rows filtered by `pred` are the same whether the scan takes it or not, and
+/// returns the plan of the query that pushes it.
+async fn same_rows_as_unpushed(q: &QueryService, pred: &str) -> String {
+    let pushed = format!(
+        "SELECT host, region, dc, time, v FROM cpu WHERE {pred} ORDER BY host, region, time"
+    );
+    // A LIMIT in a subquery keeps the filter above the scan, so nothing is pushed.
+    let reference = format!(
+        "SELECT host, region, dc, time, v FROM (SELECT * FROM cpu LIMIT 1000000) s \
+         WHERE {pred} ORDER BY host, region, time"
+    );
+    assert_eq!(
+        table(q, &pushed).await,
+        table(q, &reference).await,
+        "{pred}"
+    );
+    explain(q, &pushed).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pushed_tag_predicates_give_the_rows_of_a_full_scan() {
     let (_e, q, _, _) = loaded().await;
@@ -114,20 +133,7 @@ async fn pushed_tag_predicates_give_the_rows_of_a_full_scan() {
         ("host = 'nobody'", 0),
     ];
     for (pred, kept) in cases {
-        let pushed = format!(
-            "SELECT host, region, dc, time, v FROM cpu WHERE {pred} ORDER BY host, region, time"
-        );
-        // A LIMIT in a subquery keeps the filter above the scan, so nothing is pushed.
-        let reference = format!(
-            "SELECT host, region, dc, time, v FROM (SELECT * FROM cpu LIMIT 1000000) s \
-             WHERE {pred} ORDER BY host, region, time"
-        );
-        assert_eq!(
-            table(&q, &pushed).await,
-            table(&q, &reference).await,
-            "{pred}"
-        );
-        let plan = explain(&q, &pushed).await;
+        let plan = same_rows_as_unpushed(&q, pred).await;
         assert_eq!(stat(&plan, "series"), (kept, 48), "{pred}\n{plan}");
     }
 }
@@ -151,19 +157,7 @@ async fn pushed_field_bounds_give_the_rows_of_the_exact_filter() {
         ("v > 10000", Some("v >= 10000")),
     ];
     for (pred, pushed_text) in cases {
-        let pushed = format!(
-            "SELECT host, region, dc, time, v FROM cpu WHERE {pred} ORDER BY host, region, time"
-        );
-        let reference = format!(
-            "SELECT host, region, dc, time, v FROM (SELECT * FROM cpu LIMIT 1000000) s \
-             WHERE {pred} ORDER BY host, region, time"
-        );
-        assert_eq!(
-            table(&q, &pushed).await,
-            table(&q, &reference).await,
-            "{pred}"
-        );
-        let plan = explain(&q, &pushed).await;
+        let plan = same_rows_as_unpushed(&q, pred).await;
         match pushed_text {
             Some(t) => assert!(plan.contains(&format!("fields={t}")), "{pred}\n{plan}"),
             None => assert!(!plan.contains("fields="), "{pred}\n{plan}"),

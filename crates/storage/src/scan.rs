@@ -89,6 +89,22 @@ pub struct ScanPlan {
     pub stats: ScanStats,
 }
 
+/// `regions=kept/total, files=kept/total, series=kept/total`, as `EXPLAIN` shows it.
+impl std::fmt::Display for ScanStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "regions={}/{}, files={}/{}, series={}/{}",
+            self.regions_kept,
+            self.regions_total,
+            self.files_kept,
+            self.files_total,
+            self.series_kept,
+            self.series_total
+        )
+    }
+}
+
 impl std::fmt::Debug for ScanPlan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ScanPlan")

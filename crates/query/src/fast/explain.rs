@@ -36,18 +36,7 @@ pub fn explain(engine: &Engine, table: &str, q: &FastQuery) -> Result<RecordBatc
                 tags: Some(b.group_tags.clone()),
                 field_bounds: Vec::new(),
             };
-            let s = engine.plan_scan(table, &req)?.stats;
-            format!(
-                "{}\n  TemporaScanExec: table={short}, regions={}/{}, files={}/{}, series={}/{}, pushed=[{}]",
-                aggregate_line(b),
-                s.regions_kept,
-                s.regions_total,
-                s.files_kept,
-                s.files_total,
-                s.series_kept,
-                s.series_total,
-                describe(&req)
-            )
+            format!("{}\n{}", aggregate_line(b), scan_line(engine, table, &req)?)
         }
         FastQuery::Rows(r) => {
             let req = ScanRequest {
@@ -57,7 +46,6 @@ pub fn explain(engine: &Engine, table: &str, q: &FastQuery) -> Result<RecordBatc
                 tags: None,
                 field_bounds: r.bounds(),
             };
-            let s = engine.plan_scan(table, &req)?.stats;
             let cmps: Vec<String> = r
                 .comparisons
                 .iter()
@@ -69,17 +57,11 @@ pub fn explain(engine: &Engine, table: &str, q: &FastQuery) -> Result<RecordBatc
                 .map(|(c, asc, _)| format!("{c} {}", if *asc { "ASC" } else { "DESC" }))
                 .collect();
             format!(
-                "TemporaFastRows: filter=[{}], order=[{}], limit={:?}\n  TemporaScanExec: table={short}, regions={}/{}, files={}/{}, series={}/{}, pushed=[{}]",
+                "TemporaFastRows: filter=[{}], order=[{}], limit={:?}\n{}",
                 cmps.join(" AND "),
                 order.join(", "),
                 r.limit,
-                s.regions_kept,
-                s.regions_total,
-                s.files_kept,
-                s.files_total,
-                s.series_kept,
-                s.series_total,
-                describe(&req)
+                scan_line(engine, table, &req)?
             )
         }
         FastQuery::Latest(l) => {
@@ -106,6 +88,16 @@ pub fn explain(engine: &Engine, table: &str, q: &FastQuery) -> Result<RecordBatc
             Arc::new(StringArray::from(vec![plan])),
         ],
     )?)
+}
+
+/// The indented `TemporaScanExec` line of a planned scan: its pruning and what was pushed.
+fn scan_line(engine: &Engine, table: &str, req: &ScanRequest) -> Result<String> {
+    let short = table.split_once('.').map_or(table, |(_, t)| t);
+    let stats = engine.plan_scan(table, req)?.stats;
+    Ok(format!(
+        "  TemporaScanExec: table={short}, {stats}, pushed=[{}]",
+        describe(req)
+    ))
 }
 
 fn aggregate_line(b: &BucketQuery) -> String {

@@ -15,14 +15,13 @@ use std::sync::Arc;
 
 use arrow::array::{ArrayRef, RecordBatch};
 use arrow::compute::{SortColumn, SortOptions, lexsort_to_indices, take_record_batch};
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use datafusion::sql::sqlparser::ast::{Distinct, OrderByKind, Query, SelectItem, SetExpr};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::sql::sqlparser::ast::{Distinct, OrderByKind, Query, SetExpr};
 use tempora_model::{ColumnKind, TIME_COLUMN, TableSchema};
 use tempora_storage::Matcher;
 
-use super::recognize::{
-    Cx, conjuncts, ident_name, limit, plain_query, plain_select, single_table, tag_matcher,
-};
+use super::recognize::{Cx, conditions, limit, plain_query, plain_select, single_table};
+use super::rows::plain_columns;
 
 /// A recognised latest-value query.
 #[derive(Debug, Clone)]
@@ -112,50 +111,13 @@ pub fn latest_query(
         schema: &ts,
     };
     let keys: Vec<String> = on.iter().map(|e| cx.tag(e)).collect::<Option<_>>()?;
-    let mut columns = Vec::new();
-    for item in &s.projection {
-        let (e, alias) = match item {
-            SelectItem::UnnamedExpr(e) => (e, None),
-            SelectItem::ExprWithAlias { expr, alias } => (expr, Some(ident_name(alias))),
-            _ => return None,
-        };
-        let c = cx.column(e)?;
-        let ty = match cx.column_kind(&c) {
-            Some(ColumnKind::Tag) => DataType::Utf8,
-            Some(ColumnKind::Field(t)) => tempora_storage::memtable::arrow_type(t),
-            None if c == TIME_COLUMN => {
-                DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into()))
-            }
-            None => return None,
-        };
-        // An alias naming another column would be read as that column by ORDER BY.
-        if alias
-            .as_ref()
-            .is_some_and(|a| *a != c && (cx.column_kind(a).is_some() || a == TIME_COLUMN))
-        {
-            return None;
-        }
-        columns.push((alias.unwrap_or_else(|| c.clone()), c, ty));
-    }
-    if !super::rows::unique_names(&columns) {
+    let columns = plain_columns(&cx, &s.projection)?;
+    let cond = conditions(&cx, s.selection.as_ref());
+    // Tag predicates only: a time bound or anything else keeps the query on DataFusion.
+    if cond.time != (i64::MIN, i64::MAX) || !cond.rest.is_empty() {
         return None;
     }
-    let matcher = match &s.selection {
-        None => Matcher::All,
-        Some(w) => {
-            let mut conj = Vec::new();
-            conjuncts(w, &mut conj);
-            let mut m: Vec<Matcher> = conj
-                .into_iter()
-                .map(|c| tag_matcher(&cx, c))
-                .collect::<Option<_>>()?;
-            if m.len() == 1 {
-                m.pop()?
-            } else {
-                Matcher::And(m)
-            }
-        }
-    };
+    let matcher = cond.matcher;
     let directions = order(&cx, q, &keys)?;
     Some(LatestQuery {
         table: table.clone(),

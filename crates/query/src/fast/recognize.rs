@@ -212,9 +212,11 @@ fn bucket_select(
         return None;
     }
     fq.outputs = group_by(&cx, &mut fq, s, items, &bucket_aliases)?;
-    if let Some(w) = &s.selection {
-        where_clause(&cx, &mut fq, w)?;
+    let cond = conditions(&cx, s.selection.as_ref());
+    if !cond.rest.is_empty() {
+        return None;
     }
+    (fq.time, fq.matcher) = (cond.time, cond.matcher);
     order_by(&cx, &mut fq, q, &s.projection)?;
     fq.limit = limit(q)?;
     Some(fq)
@@ -534,23 +536,40 @@ pub(crate) fn position(e: &Expr, n: usize) -> Option<usize> {
     (1..=n).contains(&p).then(|| p - 1)
 }
 
-fn where_clause(cx: &Cx, fq: &mut BucketQuery, w: &Expr) -> Option<()> {
+/// A WHERE clause read as the fast path reads it: the time range (`i64::MIN`/`i64::MAX`
+/// where unbounded), the tag matcher, and the conjuncts that are neither, for the caller to
+/// read or refuse.
+pub(crate) struct Conditions<'e> {
+    pub(crate) time: (i64, i64),
+    pub(crate) matcher: Matcher,
+    pub(crate) rest: Vec<&'e Expr>,
+}
+
+pub(crate) fn conditions<'e>(cx: &Cx, w: Option<&'e Expr>) -> Conditions<'e> {
     let mut conj = Vec::new();
-    conjuncts(w, &mut conj);
-    let mut tags = Vec::new();
+    if let Some(w) = w {
+        conjuncts(w, &mut conj);
+    }
+    let (mut time, mut tags, mut rest) = ((i64::MIN, i64::MAX), Vec::new(), Vec::new());
     for c in conj {
         if let Some((lo, hi)) = time_bound(cx, c) {
-            fq.time = (fq.time.0.max(lo), fq.time.1.min(hi));
+            time = (time.0.max(lo), time.1.min(hi));
+        } else if let Some(m) = tag_matcher(cx, c) {
+            tags.push(m);
         } else {
-            tags.push(tag_matcher(cx, c)?);
+            rest.push(c);
         }
     }
-    fq.matcher = match tags.len() {
+    let matcher = match tags.len() {
         0 => Matcher::All,
-        1 => tags.pop()?,
+        1 => tags.pop().expect("one"),
         _ => Matcher::And(tags),
     };
-    Some(())
+    Conditions {
+        time,
+        matcher,
+        rest,
+    }
 }
 
 pub(crate) fn conjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {

@@ -28,8 +28,7 @@ use tempora_model::{ColumnKind, FieldType, TIME_COLUMN, TableSchema};
 use tempora_storage::{BoundOp, FieldBound, Matcher};
 
 use super::recognize::{
-    Cx, conjuncts, ident_name, limit, plain_query, plain_select, single_table, tag_matcher,
-    time_bound,
+    Cx, conditions, ident_name, limit, plain_query, plain_select, single_table,
 };
 
 /// A numeric literal as DataFusion types it.
@@ -232,26 +231,7 @@ pub fn rows_query(
         alias: alias.as_deref(),
         schema: &ts,
     };
-    let mut columns = Vec::new();
-    for item in &s.projection {
-        let (e, alias) = match item {
-            SelectItem::UnnamedExpr(e) => (e, None),
-            SelectItem::ExprWithAlias { expr, alias } => (expr, Some(ident_name(alias))),
-            _ => return None,
-        };
-        let c = cx.column(e)?;
-        let ty = column_type(&ts, &c)?;
-        if alias
-            .as_ref()
-            .is_some_and(|a| *a != c && column_type(&ts, a).is_some())
-        {
-            return None;
-        }
-        columns.push((alias.unwrap_or_else(|| c.clone()), c, ty));
-    }
-    if !unique_names(&columns) {
-        return None;
-    }
+    let columns = plain_columns(&cx, &s.projection)?;
     let mut fq = RowsQuery {
         table: table.clone(),
         time: (i64::MIN, i64::MAX),
@@ -261,32 +241,15 @@ pub fn rows_query(
         order: Vec::new(),
         limit: limit(q)?,
     };
-    if let Some(w) = &s.selection {
-        where_clause(&cx, &mut fq, w)?;
-    }
+    let cond = conditions(&cx, s.selection.as_ref());
+    (fq.time, fq.matcher) = (cond.time, cond.matcher);
+    fq.comparisons = cond
+        .rest
+        .into_iter()
+        .map(|c| comparison(&cx, c))
+        .collect::<Option<_>>()?;
     fq.order = order(&cx, q, &fq.columns)?;
     Some(fq)
-}
-
-fn where_clause(cx: &Cx, fq: &mut RowsQuery, w: &Expr) -> Option<()> {
-    let mut conj = Vec::new();
-    conjuncts(w, &mut conj);
-    let mut tags = Vec::new();
-    for c in conj {
-        if let Some((lo, hi)) = time_bound(cx, c) {
-            fq.time = (fq.time.0.max(lo), fq.time.1.min(hi));
-        } else if let Some(cmp) = comparison(cx, c) {
-            fq.comparisons.push(cmp);
-        } else {
-            tags.push(tag_matcher(cx, c)?);
-        }
-    }
-    fq.matcher = match tags.len() {
-        0 => Matcher::All,
-        1 => tags.pop()?,
-        _ => Matcher::And(tags),
-    };
-    Some(())
 }
 
 /// `field op number` (either way round) over an Int64 or Float64 field.
@@ -398,12 +361,34 @@ fn order(
         .collect()
 }
 
-/// Whether the select list is non-empty and names each output once (DataFusion refuses a
-/// projection with two columns of one name).
-pub(crate) fn unique_names(columns: &[(String, String, DataType)]) -> bool {
-    !columns.is_empty()
-        && columns
-            .iter()
-            .enumerate()
-            .all(|(i, (n, _, _))| columns[..i].iter().all(|(m, _, _)| m != n))
+/// A select list of plain columns (tags, `time`, fields), non-empty and naming each output
+/// once (DataFusion refuses a projection with two columns of one name): (output name,
+/// column, Arrow type). An alias that names another column is refused: ORDER BY would read
+/// it as that column.
+pub(crate) fn plain_columns(
+    cx: &Cx,
+    projection: &[SelectItem],
+) -> Option<Vec<(String, String, DataType)>> {
+    let mut columns: Vec<(String, String, DataType)> = Vec::new();
+    for item in projection {
+        let (e, alias) = match item {
+            SelectItem::UnnamedExpr(e) => (e, None),
+            SelectItem::ExprWithAlias { expr, alias } => (expr, Some(ident_name(alias))),
+            _ => return None,
+        };
+        let c = cx.column(e)?;
+        let ty = column_type(cx.schema, &c)?;
+        if alias
+            .as_ref()
+            .is_some_and(|a| *a != c && column_type(cx.schema, a).is_some())
+        {
+            return None;
+        }
+        let name = alias.unwrap_or_else(|| c.clone());
+        if columns.iter().any(|(n, _, _)| *n == name) {
+            return None;
+        }
+        columns.push((name, c, ty));
+    }
+    (!columns.is_empty()).then_some(columns)
 }
