@@ -15,6 +15,7 @@ pub mod import;
 pub mod influx;
 pub mod ops;
 pub mod pg;
+pub mod pg_encode;
 pub mod pg_fast;
 pub mod pg_limits;
 pub mod sql_http;

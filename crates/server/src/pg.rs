@@ -10,7 +10,6 @@ use async_trait::async_trait;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
 use datafusion::sql::sqlparser;
-use datafusion_postgres::arrow_pg::datatypes::df;
 use datafusion_postgres::pgwire;
 use datafusion_postgres::{DfSessionService, Parser};
 use futures::Sink;
@@ -29,7 +28,6 @@ use pgwire::api::store::PortalStore;
 use pgwire::api::{ClientInfo, ClientPortalStore, PgWireServerHandlers, Type};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
-use pgwire::types::format::FormatOptions;
 use tempora_query::fast::FastQuery;
 use tempora_query::{QueryOptions, QueryService};
 
@@ -174,8 +172,8 @@ async fn run_plan<C: ClientInfo + ?Sized>(
         .execute_logical_plan(plan.clone())
         .await
         .map_err(|e| PgWireError::ApiError(Box::new(e)))?;
-    let format = Arc::new(FormatOptions::from_client_metadata(client.metadata()));
-    let rows = df::encode_dataframe(df, &portal.result_column_format, Some(format)).await?;
+    let rows =
+        crate::pg_encode::dataframe_response(client, df, &portal.result_column_format).await?;
     Ok(Response::Query(rows))
 }
 

@@ -15,7 +15,7 @@ use datafusion::common::DFSchema;
 use datafusion::logical_expr::{EmptyRelation, LogicalPlan};
 use datafusion::prelude::SessionContext;
 use datafusion::sql::sqlparser;
-use datafusion_postgres::arrow_pg::datatypes::{arrow_schema_to_pg_fields, df, encode_recordbatch};
+use datafusion_postgres::arrow_pg::datatypes::arrow_schema_to_pg_fields;
 use datafusion_postgres::pgwire;
 use pgwire::api::ClientInfo;
 use pgwire::api::portal::Format;
@@ -54,12 +54,8 @@ pub fn encode_output<C: ClientInfo + ?Sized>(
 ) -> PgWireResult<QueryResponse> {
     let opts = Arc::new(FormatOptions::from_client_metadata(client.metadata()));
     let fields = Arc::new(arrow_schema_to_pg_fields(&out.schema, format, Some(opts))?);
-    let rows: Vec<_> = out
-        .batches
-        .into_iter()
-        .flat_map(|b| encode_recordbatch(fields.clone(), b))
-        .collect();
-    Ok(QueryResponse::new(fields, futures::stream::iter(rows)))
+    let batches = futures::stream::iter(out.batches.into_iter().map(Ok));
+    Ok(crate::pg_encode::query_response(fields, batches))
 }
 
 /// Plans and runs `sql` with DataFusion (a marker's text the fast path turned down).
@@ -73,6 +69,5 @@ pub async fn run_text<C: ClientInfo + ?Sized>(
         .sql(sql)
         .await
         .map_err(|e| PgWireError::ApiError(Box::new(e)))?;
-    let opts = Arc::new(FormatOptions::from_client_metadata(client.metadata()));
-    df::encode_dataframe(df, format, Some(opts)).await
+    crate::pg_encode::dataframe_response(client, df, format).await
 }
