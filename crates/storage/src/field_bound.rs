@@ -9,9 +9,9 @@
 //! ordering of NaN decides), and a NULL value is dropped (a comparison with NULL is never
 //! true). A bound on a field the scan does not read is ignored.
 
-use arrow::array::{AsArray, BooleanArray};
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray};
 use arrow::compute::{cast, filter_record_batch};
-use arrow::datatypes::{DataType, Float64Type};
+use arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
 use tempora_model::FieldType;
 
 use crate::error::Result;
@@ -62,21 +62,9 @@ pub fn filter_run(
     fields: &[(String, FieldType)],
     bounds: &[FieldBound],
 ) -> Result<SortedRun> {
-    let mut mask: Option<Vec<bool>> = None;
-    for b in bounds {
-        let Some(i) = fields.iter().position(|(n, t)| {
-            *n == b.field && matches!(t, FieldType::F64 | FieldType::I64 | FieldType::U64)
-        }) else {
-            continue;
-        };
-        let col = cast(run.batch.column(3 + i), &DataType::Float64)?;
-        let col = col.as_primitive::<Float64Type>();
-        let m = mask.get_or_insert_with(|| vec![true; run.num_rows()]);
-        for (k, x) in m.iter_mut().zip(col.iter()) {
-            *k = *k && x.is_some_and(|x| b.keeps(x));
-        }
-    }
-    let Some(mask) = mask else { return Ok(run) };
+    let Some(mask) = mask(&run.batch.columns()[3..], fields, bounds)? else {
+        return Ok(run);
+    };
     let mask = BooleanArray::from(mask);
     if mask.true_count() == mask.len() {
         return Ok(run);
@@ -85,6 +73,67 @@ pub fn filter_run(
         keys: run.keys,
         batch: filter_record_batch(&run.batch, &mask)?,
     })
+}
+
+/// Which rows every bound keeps, over `columns` (one per entry of `fields`, equally long);
+/// `None` when no bound names a numeric field among them.
+pub fn mask(
+    columns: &[ArrayRef],
+    fields: &[(String, FieldType)],
+    bounds: &[FieldBound],
+) -> Result<Option<Vec<bool>>> {
+    assert_eq!(columns.len(), fields.len(), "one column per field");
+    let mut mask: Option<Vec<bool>> = None;
+    for b in bounds {
+        let Some(i) = fields.iter().position(|(n, t)| {
+            *n == b.field && matches!(t, FieldType::F64 | FieldType::I64 | FieldType::U64)
+        }) else {
+            continue;
+        };
+        let col = &columns[i];
+        let m = mask.get_or_insert_with(|| vec![true; col.len()]);
+        let valid = |j: usize| col.is_valid(j);
+        match col.data_type() {
+            DataType::Float64 => keep_where(
+                m,
+                col.as_primitive::<Float64Type>().values(),
+                valid,
+                b,
+                |x| x,
+            ),
+            DataType::Int64 => {
+                keep_where(m, col.as_primitive::<Int64Type>().values(), valid, b, |x| {
+                    x as f64
+                })
+            }
+            DataType::UInt64 => keep_where(
+                m,
+                col.as_primitive::<UInt64Type>().values(),
+                valid,
+                b,
+                |x| x as f64,
+            ),
+            _ => {
+                let col = cast(col, &DataType::Float64)?;
+                let v = col.as_primitive::<Float64Type>();
+                keep_where(m, v.values(), |j| v.is_valid(j), b, |x| x);
+            }
+        }
+    }
+    Ok(mask)
+}
+
+/// Clears `m[j]` where the bound drops value `values[j]` (a NULL is dropped).
+fn keep_where<T: Copy>(
+    m: &mut [bool],
+    values: &[T],
+    valid: impl Fn(usize) -> bool,
+    b: &FieldBound,
+    to_f64: impl Fn(T) -> f64,
+) {
+    for (j, (k, &x)) in m.iter_mut().zip(values).enumerate() {
+        *k = *k && b.keeps(to_f64(x)) && valid(j);
+    }
 }
 
 #[cfg(test)]

@@ -122,8 +122,18 @@ impl ScanPlan {
     /// Reads region `i`: tags, time, then the requested fields, sorted by series then time,
     /// each (series, time) once. `None` when nothing in it matches.
     pub fn read(&self, i: usize) -> Result<Option<RecordBatch>> {
-        let run = scan_region(&self.shared, &self.regions[i], &self.fields, self.time)?;
-        let run = crate::field_bound::filter_run(run, &self.fields, &self.field_bounds)?;
+        let (run, bounded) = scan_region_bounded(
+            &self.shared,
+            &self.regions[i],
+            &self.fields,
+            self.time,
+            &self.field_bounds,
+        )?;
+        let run = if bounded {
+            run
+        } else {
+            crate::field_bound::filter_run(run, &self.fields, &self.field_bounds)?
+        };
         if run.num_rows() == 0 {
             return Ok(None);
         }
@@ -390,6 +400,18 @@ pub(crate) fn scan_region(
     fields: &[(String, FieldType)],
     time: Option<(i64, i64)>,
 ) -> Result<SortedRun> {
+    scan_region_bounded(shared, rs, fields, time, &[]).map(|(run, _)| run)
+}
+
+/// [`scan_region`], also applying field `bounds` while the data file is read when the region
+/// has one source (one file and nothing in the memtable); the flag says whether they were.
+pub(crate) fn scan_region_bounded(
+    shared: &Shared,
+    rs: &RegionScan,
+    fields: &[(String, FieldType)],
+    time: Option<(i64, i64)>,
+    bounds: &[crate::field_bound::FieldBound],
+) -> Result<(SortedRun, bool)> {
     let (region, ids) = (&rs.region, rs.ids.as_ref());
     let (keys, mut runs) = {
         let index = region.index_read()?;
@@ -413,14 +435,19 @@ pub(crate) fn scan_region(
         }
         (keys, runs)
     };
-    let filter = SstFilter { time, keys };
+    let bounded = !bounds.is_empty() && runs.is_empty() && rs.snap.files.len() == 1;
+    let filter = SstFilter {
+        time,
+        keys,
+        bounds: if bounded { bounds.to_vec() } else { Vec::new() },
+    };
     for f in &rs.snap.files {
         let file = shared.sst_cache.get(&shared.store, &f.meta.path)?;
         let run = read_sst_cached(&f.meta.path, &file, fields, &filter, &shared.decoded_cache)?;
         let tombs = tombstone::for_file(&rs.snap.tombstones, &f.meta);
         runs.push(tombstone::apply_to_run(run, &tombs)?);
     }
-    merge_runs(&runs, fields)
+    Ok((merge_runs(&runs, fields)?, bounded))
 }
 
 fn filter_part(

@@ -212,6 +212,10 @@ pub struct SstFilter {
     pub time: Option<(i64, i64)>,
     /// Sorted keys to keep; `None` keeps all.
     pub keys: Option<Arc<Vec<Bytes>>>,
+    /// Field bounds to apply while reading (`crate::field_bound`). Only for a file that is a
+    /// region's only source: a row a bound drops may be the newest version of a (series, time)
+    /// another source also holds, and dropping it first would bring the older one back.
+    pub bounds: Vec<crate::field_bound::FieldBound>,
 }
 
 /// Reads a data file back into a run over `fields` (fields the file lacks are null).
@@ -427,6 +431,10 @@ fn convert_batch(
             _ => arrow::array::new_null_array(&want, b.num_rows()),
         });
     }
+    let (ranks, mask) = apply_bounds(ranks, mask, &cols[2..], fields, &filter.bounds)?;
+    if ranks.is_empty() {
+        return Ok(None);
+    }
     // Kept rows are a few long ranges: the filter copies them as slices (and keeps a batch
     // whose rows are all kept as it is).
     let predicate = arrow::compute::FilterBuilder::new(&mask).optimize().build();
@@ -435,6 +443,30 @@ fn convert_batch(
         out.push(predicate.filter(c)?);
     }
     Ok(Some(RecordBatch::try_new(run_schema(fields), out)?))
+}
+
+/// The kept rows' ranks and mask (`ranks[j]` is the rank of the j-th kept row) narrowed to
+/// the rows the field bounds also keep.
+fn apply_bounds(
+    ranks: Vec<u32>,
+    mask: arrow::array::BooleanArray,
+    field_columns: &[ArrayRef],
+    fields: &[(String, FieldType)],
+    bounds: &[crate::field_bound::FieldBound],
+) -> Result<(Vec<u32>, arrow::array::BooleanArray)> {
+    let Some(keep) = crate::field_bound::mask(field_columns, fields, bounds)? else {
+        return Ok((ranks, mask));
+    };
+    assert_eq!(mask.null_count(), 0, "a selection mask has no NULLs");
+    let mut kept_ranks = Vec::new();
+    let mut kept = vec![false; mask.len()];
+    for (j, row) in mask.values().set_indices().enumerate() {
+        if keep[row] {
+            kept_ranks.push(ranks[j]);
+            kept[row] = true;
+        }
+    }
+    Ok((kept_ranks, arrow::array::BooleanArray::from(kept)))
 }
 
 /// The ranks of the kept rows and the mask that keeps them, deciding row by row.
@@ -584,6 +616,7 @@ mod tests {
                 SstFilter {
                     time: None,
                     keys: want(&["b"]),
+                    bounds: Vec::new(),
                 },
                 vec![seg(1, 3, 5)],
             ),
@@ -592,6 +625,7 @@ mod tests {
                 SstFilter {
                     time: Some((15, 30)),
                     keys: None,
+                    bounds: Vec::new(),
                 },
                 vec![seg(0, 1, 2), seg(1, 4, 5)],
             ),
@@ -600,6 +634,7 @@ mod tests {
                 SstFilter {
                     time: Some((0, 11)),
                     keys: want(&["a", "c"]),
+                    bounds: Vec::new(),
                 },
                 vec![seg(0, 0, 1), seg(2, 5, 6)],
             ),
@@ -608,6 +643,7 @@ mod tests {
                 SstFilter {
                     time: Some((40, 50)),
                     keys: None,
+                    bounds: Vec::new(),
                 },
                 vec![],
             ),
@@ -700,6 +736,7 @@ mod tests {
             let filter = SstFilter {
                 time: None,
                 keys: want.map(|w| Arc::new(w.iter().map(|k| Bytes::from(*k)).collect())),
+                bounds: Vec::new(),
             };
             let got = walk_keys(&ids, |i| values[i as usize].as_bytes(), &filter, &mut keys);
             assert_eq!(got, (ranks, keep), "{name}");
