@@ -5,6 +5,8 @@
 //! byte order of two encodings equals the order of their (key, value) sequences, and any byte
 //! string round-trips. An empty tag set encodes as zero bytes.
 
+use std::borrow::Cow;
+
 use crate::error::{ModelError, Result};
 
 /// The encoded key of a series (see the module docs for the format).
@@ -55,20 +57,64 @@ fn escape(s: &[u8], out: &mut Vec<u8>) {
 
 /// Decodes a series key into (key, value) pairs in key order.
 pub fn decode_series_key(key: &[u8]) -> Result<Vec<(String, String)>> {
+    Ok(decode_series_key_borrowed(key)?
+        .into_iter()
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect())
+}
+
+/// [`decode_series_key`] borrowing each string from `key` when it holds no escaped NUL (the
+/// usual case): no allocation per tag.
+pub fn decode_series_key_borrowed(key: &[u8]) -> Result<Vec<(Cow<'_, str>, Cow<'_, str>)>> {
     let mut tags = Vec::new();
     let mut pos = 0;
     while pos < key.len() {
-        let k = unescape(key, &mut pos)?;
+        let k = unescape_borrowed(key, &mut pos)?;
         if pos >= key.len() {
             return Err(ModelError::CorruptKey {
                 offset: pos,
                 reason: "tag key without a value",
             });
         }
-        let v = unescape(key, &mut pos)?;
+        let v = unescape_borrowed(key, &mut pos)?;
         tags.push((k, v));
     }
     Ok(tags)
+}
+
+/// Calls `f(key, value)` for each tag of an encoded key, in key order, allocating only for a
+/// string that holds an escaped NUL.
+pub fn for_each_tag(key: &[u8], mut f: impl FnMut(&str, &str)) -> Result<()> {
+    let mut pos = 0;
+    while pos < key.len() {
+        let k = unescape_borrowed(key, &mut pos)?;
+        if pos >= key.len() {
+            return Err(ModelError::CorruptKey {
+                offset: pos,
+                reason: "tag key without a value",
+            });
+        }
+        let v = unescape_borrowed(key, &mut pos)?;
+        f(&k, &v);
+    }
+    Ok(())
+}
+
+/// The string at `pos`: borrowed when its first NUL is its terminator, otherwise (an escape,
+/// or a corrupt key) read byte by byte by [`unescape`], which reports the same errors.
+fn unescape_borrowed<'a>(key: &'a [u8], pos: &mut usize) -> Result<Cow<'a, str>> {
+    let start = *pos;
+    if let Some(nul) = key[start..].iter().position(|&b| b == 0).map(|i| start + i)
+        && key.get(nul + 1) == Some(&0)
+    {
+        let s = std::str::from_utf8(&key[start..nul]).map_err(|_| ModelError::CorruptKey {
+            offset: start,
+            reason: "tag is not UTF-8",
+        })?;
+        *pos = nul + 2;
+        return Ok(Cow::Borrowed(s));
+    }
+    unescape(key, pos).map(Cow::Owned)
 }
 
 fn unescape(key: &[u8], pos: &mut usize) -> Result<String> {
@@ -144,6 +190,9 @@ mod tests {
             let got = enc(tags);
             assert_eq!(got, *want, "{name}");
             let back = decode_series_key(&got).unwrap();
+            let mut visited = Vec::new();
+            for_each_tag(&got, |k, v| visited.push((k.to_string(), v.to_string()))).unwrap();
+            assert_eq!(visited, back, "{name}: for_each_tag");
             let mut sorted: Vec<(String, String)> = tags
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -171,6 +220,52 @@ mod tests {
         for (name, bytes) in cases {
             assert!(decode_series_key(bytes).is_err(), "{name}");
         }
+        // Where and why, whichever path (borrowed or byte by byte) reads the string.
+        let corrupt = |offset, reason| Err(ModelError::CorruptKey { offset, reason });
+        let exact: &[(&str, &[u8], Result<()>)] = &[
+            ("no terminator", b"abc", corrupt(3, "unterminated string")),
+            (
+                "key without value",
+                b"a\0\0",
+                corrupt(3, "tag key without a value"),
+            ),
+            ("bad escape", b"a\0\x01", corrupt(2, "bad escape after NUL")),
+            (
+                "not UTF-8",
+                b"\xFF\0\0a\0\0",
+                corrupt(0, "tag is not UTF-8"),
+            ),
+            (
+                "escaped, not UTF-8",
+                b"a\0\0\xFF\0\xFF\0\0",
+                corrupt(3, "tag is not UTF-8"),
+            ),
+            (
+                "escape then no terminator",
+                b"a\0\xFF",
+                corrupt(3, "unterminated string"),
+            ),
+        ];
+        for (name, bytes, want) in exact {
+            assert_eq!(&decode_series_key(bytes).map(|_| ()), want, "{name}");
+            assert_eq!(
+                &for_each_tag(bytes, |_, _| ()),
+                want,
+                "{name}: for_each_tag"
+            );
+        }
+    }
+
+    #[test]
+    fn borrowed_decoding_borrows_unless_a_string_is_escaped() {
+        let key = enc(&[("host", "h1"), ("nul", "x\0y")]);
+        let tags = decode_series_key_borrowed(&key).unwrap();
+        let borrowed: Vec<(bool, bool)> = tags
+            .iter()
+            .map(|(k, v)| (matches!(k, Cow::Borrowed(_)), matches!(v, Cow::Borrowed(_))))
+            .collect();
+        assert_eq!(borrowed, [(true, true), (true, false)]);
+        assert_eq!(tags[1].1, "x\0y");
     }
 
     proptest! {

@@ -25,6 +25,7 @@ pub mod error;
 pub mod field_bound;
 mod flush;
 pub mod index_cache;
+mod latest;
 pub mod lvc;
 mod maintenance;
 pub mod manifest;

@@ -145,6 +145,11 @@ impl LastValues {
         }
     }
 
+    /// Series slots: one more than the highest series id seen, at least the cached series.
+    pub fn slots(&self) -> usize {
+        self.times.len()
+    }
+
     /// Time of the cached point of a series.
     pub fn time(&self, series: SeriesId) -> Option<i64> {
         self.times

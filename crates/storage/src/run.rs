@@ -55,17 +55,17 @@ impl SortedRun {
     /// each key is decoded once. Index the arrays with [`SortedRun::ranks`].
     pub fn tag_values(&self, tags: &[String]) -> Result<Vec<arrow::array::StringArray>> {
         // A key holds a handful of tags: a linear search beats building a map per key.
-        let decoded: Vec<Vec<(String, String)>> = self
+        let decoded: Vec<Vec<_>> = self
             .keys
             .iter()
-            .map(|k| tempora_model::decode_series_key(k))
+            .map(|k| tempora_model::decode_series_key_borrowed(k))
             .collect::<std::result::Result<_, _>>()?;
         Ok(tags
             .iter()
             .map(|tag| {
                 decoded
                     .iter()
-                    .map(|kv| kv.iter().find(|(k, _)| k == tag).map(|(_, v)| v.as_str()))
+                    .map(|kv| kv.iter().find(|(k, _)| k == tag).map(|(_, v)| v.as_ref()))
                     .collect()
             })
             .collect())

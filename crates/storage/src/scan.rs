@@ -9,7 +9,6 @@
 //! a series lacks it), `time` (timestamp ns UTC), then the requested fields. Rows come sorted by series key then time
 //! within each region's batch.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -168,7 +167,7 @@ pub fn output_schema(tags: &[String], fields: &[(String, FieldType)]) -> SchemaR
     Arc::new(Schema::new(f))
 }
 
-fn selected_fields(
+pub(crate) fn selected_fields(
     table: &Table,
     want: Option<&Vec<String>>,
 ) -> Result<Vec<(usize, String, FieldType)>> {
@@ -290,71 +289,11 @@ impl Engine {
             stats,
         })
     }
-
-    /// The newest point of every selected series, answered from the last-value cache.
-    pub fn latest(
-        &self,
-        table: &str,
-        matcher: &Matcher,
-        fields: Option<&Vec<String>>,
-    ) -> Result<RecordBatch> {
-        let table = self.table(table)?;
-        let fields = selected_fields(&table, fields)?;
-        let plain: Vec<(String, FieldType)> =
-            fields.iter().map(|(_, n, t)| (n.clone(), *t)).collect();
-        let tags = table.tags();
-        let mut regions = table.all_regions();
-        regions.sort_by_key(|r| std::cmp::Reverse(r.key.partition));
-        let mut seen: HashSet<Bytes> = HashSet::new();
-        let mut runs = Vec::new();
-        for region in regions {
-            ensure_lvc(&self.shared, &table, &region)?;
-            let ids = select(&region, matcher)?;
-            let snap = region.lvc.read().snapshot(ids.as_ref(), &fields);
-            let index = region.index_read()?;
-            let series = snap.column(0).as_primitive::<UInt32Type>();
-            let keep: BooleanArray = series
-                .values()
-                .iter()
-                .map(|&s| {
-                    Some(seen.insert(Bytes::copy_from_slice(
-                        index.key(SeriesId(s)).expect("indexed"),
-                    )))
-                })
-                .collect();
-            let snap = filter_record_batch(&snap, &keep)?;
-            let key_of =
-                |id: u32| Bytes::copy_from_slice(index.key(SeriesId(id)).expect("indexed"));
-            let batch = with_seq(&snap)?;
-            runs.push(SortedRun::from_series_batch(&batch, &plain, key_of)?);
-        }
-        let merged = merge_runs(&runs, &plain)?;
-        to_output(&merged, &tags, &plain)
-    }
-}
-
-/// Inserts a zero `__seq` column after `time` so a cache snapshot has run shape.
-fn with_seq(b: &RecordBatch) -> Result<RecordBatch> {
-    let mut cols = b.columns().to_vec();
-    let mut fields: Vec<Arc<Field>> = b.schema().fields().iter().cloned().collect();
-    cols.insert(
-        2,
-        Arc::new(arrow::array::UInt64Array::from(vec![0u64; b.num_rows()])),
-    );
-    fields.insert(
-        2,
-        Arc::new(Field::new(
-            tempora_model::SEQ_COLUMN,
-            DataType::UInt64,
-            false,
-        )),
-    );
-    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)?)
 }
 
 /// Fills a region's last-value cache from its data (files and memtable, deletes applied)
 /// once after a restart or a delete. Points written meanwhile are newer and win.
-fn ensure_lvc(shared: &Shared, table: &Table, region: &Arc<Region>) -> Result<()> {
+pub(crate) fn ensure_lvc(shared: &Shared, table: &Table, region: &Arc<Region>) -> Result<()> {
     if region.lvc_from_files.load(Ordering::SeqCst) {
         return Ok(());
     }

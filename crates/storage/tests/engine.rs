@@ -5,6 +5,8 @@ mod common;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use arrow::array::AsArray;
+
 use common::*;
 use tempora_model::{FieldValue, RowBatchBuilder, Timestamp};
 use tempora_storage::clock::ManualClock;
@@ -200,6 +202,50 @@ fn latest_values_come_from_the_cache_and_survive_restart() {
     e.close().unwrap();
     let e = open_local(dir.path());
     check(&e);
+}
+
+/// Latest values across partitions (the newest partition's point wins, wherever the series'
+/// older points sit), in series-key order, and an empty answer with the full schema when
+/// nothing matches.
+#[test]
+fn latest_values_take_each_series_newest_partition_in_key_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open_local(dir.path());
+    let day = 24 * 3600 * SEC;
+    // c and a on days 0 and 2, b on day 1 only; day 0 flushed to files.
+    write(&e, &[("c", SEC, 1.0), ("a", 5 * SEC, 2.0), ("b", day, 3.0)]);
+    e.flush().unwrap();
+    write(
+        &e,
+        &[
+            ("a", 2 * day, 4.0),
+            ("c", 2 * day + SEC, 5.0),
+            ("c", 7 * SEC, 6.0),
+        ],
+    );
+    let b = e.latest("cpu", &Matcher::All, None).unwrap();
+    let hosts: Vec<&str> = b
+        .column_by_name("host")
+        .unwrap()
+        .as_string::<i32>()
+        .iter()
+        .map(|h| h.unwrap())
+        .collect();
+    assert_eq!(hosts, ["a", "b", "c"], "ordered by series key");
+    let mut got = BTreeMap::new();
+    collect(&b, &mut got);
+    let want: BTreeMap<(String, i64), Option<f64>> = [
+        (("a".to_string(), 2 * day), Some(4.0)),
+        (("b".to_string(), day), Some(3.0)),
+        (("c".to_string(), 2 * day + SEC), Some(5.0)),
+    ]
+    .into();
+    assert_eq!(got, want);
+    let none = e
+        .latest("cpu", &Matcher::Eq("host".into(), "nobody".into()), None)
+        .unwrap();
+    assert_eq!(none.num_rows(), 0);
+    assert_eq!(none.schema(), b.schema());
 }
 
 #[test]
