@@ -65,6 +65,8 @@ pub struct QueryService {
     /// The server-wide pool every query's [`QueryPool`] draws from.
     pool: Arc<dyn MemoryPool>,
     contexts: RwLock<HashMap<String, Arc<SessionContext>>>,
+    /// Recognised fast-path texts ([`crate::fast::memo`]).
+    memo: parking_lot::Mutex<crate::fast::memo::Memo>,
     /// Called on each new session (the server installs `pg_catalog` here).
     hook: Option<ContextHook>,
 }
@@ -88,6 +90,7 @@ impl QueryService {
             runtime,
             pool,
             contexts: RwLock::new(HashMap::new()),
+            memo: Default::default(),
             hook: None,
         })
     }
@@ -234,7 +237,25 @@ impl QueryService {
             return None;
         }
         let engine = self.dbs.engine();
-        let q = crate::fast::recognize(sql, &|t| engine.schema(&engine_table(db, t)))?;
+        let schema = |t: &str| engine.schema(&engine_table(db, t));
+        // Bound first: a guard in the `match` head would live through the arms.
+        let remembered = self.memo.lock().get(db, sql, &schema);
+        let q = match remembered {
+            Some(q) => q,
+            None => {
+                // The snapshot the text is recognised against, as the recogniser saw it.
+                let seen = std::cell::RefCell::new(None);
+                let q = crate::fast::recognize(sql, &|t| {
+                    let s = schema(t);
+                    *seen.borrow_mut() = s.clone();
+                    s
+                })?;
+                if let Some(s) = seen.into_inner() {
+                    self.memo.lock().put(db, sql, &q, s);
+                }
+                q
+            }
+        };
         // Latest values come from the cache only where the server lets the planner use it.
         let allowed = !matches!(q, FastQuery::Latest(_)) || self.limits.last_value_cache;
         allowed.then_some(q)
@@ -290,20 +311,27 @@ impl QueryService {
             Arc::new(QueryPool::new(self.pool.clone(), self.memory_for(opts)));
         let cancel = Arc::new(AtomicBool::new(false));
         let _stop = CancelOnDrop(cancel.clone());
-        let task = tokio::task::spawn_blocking(move || match &q {
-            FastQuery::Bucket(b) => {
-                crate::fast::run::run_blocking(&engine, &table, b, &pool, &cancel)
+        // A small latest-value read (a few thousand cached rows, well under a millisecond)
+        // runs here: handing it to the blocking pool and back costs two thread wake-ups,
+        // about as long as the read itself.
+        let small = matches!(&q, FastQuery::Latest(_))
+            && engine
+                .latest_rows_bound(&table)
+                .is_some_and(|n| n <= crate::fast::run::INLINE_LATEST_ROWS_MAX);
+        let out = if small {
+            crate::fast::run::run_fast_query(&engine, &table, &q, &pool, &cancel)
+        } else {
+            let task = tokio::task::spawn_blocking(move || {
+                crate::fast::run::run_fast_query(&engine, &table, &q, &pool, &cancel)
+            });
+            let timeout = self.timeout_for(opts);
+            match tokio::time::timeout(timeout, task).await {
+                Err(_) => return Some(Err(QueryError::Timeout(timeout))),
+                Ok(Err(e)) => {
+                    return Some(Err(QueryError::Sql(format!("query task failed: {e}"))));
+                }
+                Ok(Ok(r)) => r,
             }
-            FastQuery::Latest(l) => {
-                crate::fast::run::run_latest(&engine, &table, l, &pool).map(Some)
-            }
-            FastQuery::Rows(r) => crate::fast::run::run_rows(&engine, &table, r, &pool, &cancel),
-        });
-        let timeout = self.timeout_for(opts);
-        let out = match tokio::time::timeout(timeout, task).await {
-            Err(_) => return Some(Err(QueryError::Timeout(timeout))),
-            Ok(Err(e)) => return Some(Err(QueryError::Sql(format!("query task failed: {e}")))),
-            Ok(Ok(r)) => r,
         };
         match out {
             Ok(Some(batch)) => Some(match opts.max_rows {

@@ -39,6 +39,7 @@
 pub mod aggregate;
 pub mod explain;
 pub mod latest;
+pub mod memo;
 pub mod recognize;
 pub mod rows;
 pub mod run;

@@ -14,12 +14,33 @@ use arrow::array::RecordBatch;
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool};
 use tempora_storage::{Engine, ScanRequest, StorageError};
 
+use super::FastQuery;
 use super::aggregate::Fold;
 use super::latest::LatestQuery;
 use super::recognize::BucketQuery;
 use super::rows::RowsQuery;
 use crate::error::Result;
 use crate::functions::date_trunc::truncate;
+
+/// Latest-value reads of at most this many cached rows run on the calling async task
+/// instead of the blocking pool (`QueryService::run_fast`).
+pub const INLINE_LATEST_ROWS_MAX: usize = 10_000;
+
+/// Runs any fast query on the calling thread; `Ok(None)` when `cancel` was set or the fold
+/// handed the query back.
+pub fn run_fast_query(
+    engine: &Engine,
+    table: &str,
+    q: &FastQuery,
+    pool: &Arc<dyn MemoryPool>,
+    cancel: &AtomicBool,
+) -> Result<Option<RecordBatch>> {
+    match q {
+        FastQuery::Bucket(b) => run_blocking(engine, table, b, pool, cancel),
+        FastQuery::Latest(l) => run_latest(engine, table, l, pool).map(Some),
+        FastQuery::Rows(r) => run_rows(engine, table, r, pool, cancel),
+    }
+}
 
 /// Runs a latest-value query from the last-value cache, on the calling (blocking) thread.
 pub fn run_latest(
