@@ -57,27 +57,11 @@ fn escape(s: &[u8], out: &mut Vec<u8>) {
 
 /// Decodes a series key into (key, value) pairs in key order.
 pub fn decode_series_key(key: &[u8]) -> Result<Vec<(String, String)>> {
-    Ok(decode_series_key_borrowed(key)?
-        .into_iter()
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect())
-}
-
-/// [`decode_series_key`] borrowing each string from `key` when it holds no escaped NUL (the
-/// usual case): no allocation per tag.
-pub fn decode_series_key_borrowed(key: &[u8]) -> Result<Vec<(Cow<'_, str>, Cow<'_, str>)>> {
     let mut tags = Vec::new();
     let mut pos = 0;
     while pos < key.len() {
-        let k = unescape_borrowed(key, &mut pos)?;
-        if pos >= key.len() {
-            return Err(ModelError::CorruptKey {
-                offset: pos,
-                reason: "tag key without a value",
-            });
-        }
-        let v = unescape_borrowed(key, &mut pos)?;
-        tags.push((k, v));
+        let (k, v) = next_tag(key, &mut pos)?;
+        tags.push((k.into_owned(), v.into_owned()));
     }
     Ok(tags)
 }
@@ -87,17 +71,23 @@ pub fn decode_series_key_borrowed(key: &[u8]) -> Result<Vec<(Cow<'_, str>, Cow<'
 pub fn for_each_tag(key: &[u8], mut f: impl FnMut(&str, &str)) -> Result<()> {
     let mut pos = 0;
     while pos < key.len() {
-        let k = unescape_borrowed(key, &mut pos)?;
-        if pos >= key.len() {
-            return Err(ModelError::CorruptKey {
-                offset: pos,
-                reason: "tag key without a value",
-            });
-        }
-        let v = unescape_borrowed(key, &mut pos)?;
+        let (k, v) = next_tag(key, &mut pos)?;
         f(&k, &v);
     }
     Ok(())
+}
+
+/// The tag at `pos` (its key, then its value), each borrowed from `key` when it holds no
+/// escaped NUL.
+fn next_tag<'a>(key: &'a [u8], pos: &mut usize) -> Result<(Cow<'a, str>, Cow<'a, str>)> {
+    let k = unescape_borrowed(key, pos)?;
+    if *pos >= key.len() {
+        return Err(ModelError::CorruptKey {
+            offset: *pos,
+            reason: "tag key without a value",
+        });
+    }
+    Ok((k, unescape_borrowed(key, pos)?))
 }
 
 /// The string at `pos`: borrowed when its first NUL is its terminator, otherwise (an escape,
@@ -257,9 +247,13 @@ mod tests {
     }
 
     #[test]
-    fn borrowed_decoding_borrows_unless_a_string_is_escaped() {
+    fn tags_are_borrowed_unless_a_string_is_escaped() {
         let key = enc(&[("host", "h1"), ("nul", "x\0y")]);
-        let tags = decode_series_key_borrowed(&key).unwrap();
+        let mut pos = 0;
+        let mut tags = Vec::new();
+        while pos < key.len() {
+            tags.push(next_tag(&key, &mut pos).unwrap());
+        }
         let borrowed: Vec<(bool, bool)> = tags
             .iter()
             .map(|(k, v)| (matches!(k, Cow::Borrowed(_)), matches!(v, Cow::Borrowed(_))))

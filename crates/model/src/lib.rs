@@ -22,8 +22,8 @@ pub use batch::{BatchRow, RowBatch, RowBatchBuilder, validate_name};
 pub use error::{ModelError, Result};
 pub use ids::{SeqNo, SeriesId, TableId, Timestamp};
 pub use key::{
-    SeriesKey, decode_series_key, decode_series_key_borrowed, encode_series_key,
-    encode_series_key_with, for_each_tag, series_hash,
+    SeriesKey, decode_series_key, encode_series_key, encode_series_key_with, for_each_tag,
+    series_hash,
 };
 pub use schema::{ColumnKind, RowRejection, TableSchema};
 pub use value::{FieldType, FieldValue};

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use arrow::array::Array;
 use arrow::util::display::array_value_to_string;
-use common::{engine, exec, flush};
+use common::{engine, exec, flush, planner_only};
 use tempora_query::service::QueryOutput;
 use tempora_query::{QueryLimits, QueryOptions, QueryService};
 
@@ -21,14 +21,7 @@ use tempora_query::{QueryLimits, QueryOptions, QueryService};
 async fn loaded() -> (Arc<tempora_storage::Engine>, QueryService, QueryService) {
     let (engine, dbs) = engine();
     let fast = QueryService::new(dbs.clone(), QueryLimits::default()).unwrap();
-    let planner = QueryService::new(
-        dbs,
-        QueryLimits {
-            fast_path: false,
-            ..QueryLimits::default()
-        },
-    )
-    .unwrap();
+    let planner = planner_only(dbs);
     let start = 1_704_146_400i64; // 2024-01-01T22:00:00Z
     let row = |h: i64, k: i64, bump: i64| {
         let t = start + k * 420 + h * 11;

@@ -6,7 +6,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{engine, exec, flush, table};
+use common::{engine, exec, flush, planner_only, table};
 use tempora_query::{QueryLimits, QueryService};
 
 /// 8 hosts × 2 regions; series of host h4 and up have a `dc` tag. Three days, so three
@@ -21,14 +21,7 @@ async fn loaded() -> (
     QueryService,
 ) {
     let (engine, dbs) = engine();
-    let q = QueryService::new(
-        dbs.clone(),
-        QueryLimits {
-            fast_path: false,
-            ..QueryLimits::default()
-        },
-    )
-    .unwrap();
+    let q = planner_only(dbs.clone());
     let fast = QueryService::new(dbs.clone(), QueryLimits::default()).unwrap();
     let plain = QueryService::new(
         dbs,
@@ -311,14 +304,7 @@ async fn latest_value_queries_read_the_cache_with_the_result_of_the_data() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn field_bounds_see_the_newest_version_of_each_point() {
     let (engine, dbs) = engine();
-    let q = QueryService::new(
-        dbs.clone(),
-        QueryLimits {
-            fast_path: false,
-            ..QueryLimits::default()
-        },
-    )
-    .unwrap();
+    let q = planner_only(dbs.clone());
     let fast = QueryService::new(dbs, QueryLimits::default()).unwrap();
     let put = |day: u32, host: &str, v: Option<i64>, w: i64| match v {
         Some(v) => format!(

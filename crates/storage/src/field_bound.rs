@@ -123,6 +123,31 @@ pub fn mask(
     Ok(mask)
 }
 
+/// A read's selection of a batch (the kept rows' `ranks`, `ranks[j]` that of the j-th kept
+/// row, and their mask) narrowed to the rows the bounds also keep, over the batch's
+/// `field_columns` (one per entry of `fields`).
+pub fn narrow_selection(
+    ranks: Vec<u32>,
+    selection: BooleanArray,
+    field_columns: &[ArrayRef],
+    fields: &[(String, FieldType)],
+    bounds: &[FieldBound],
+) -> Result<(Vec<u32>, BooleanArray)> {
+    let Some(keep) = mask(field_columns, fields, bounds)? else {
+        return Ok((ranks, selection));
+    };
+    assert_eq!(selection.null_count(), 0, "a selection mask has no NULLs");
+    let mut kept_ranks = Vec::new();
+    let mut kept = vec![false; selection.len()];
+    for (j, row) in selection.values().set_indices().enumerate() {
+        if keep[row] {
+            kept_ranks.push(ranks[j]);
+            kept[row] = true;
+        }
+    }
+    Ok((kept_ranks, BooleanArray::from(kept)))
+}
+
 /// Clears `m[j]` where the bound drops value `values[j]` (a NULL is dropped).
 fn keep_where<T: Copy>(
     m: &mut [bool],

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringBuilder};
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use arrow::compute::interleave;
 use arrow::datatypes::{Int64Type, UInt32Type};
 use bytes::Bytes;
@@ -89,29 +89,10 @@ fn gather(
     tags: &[String],
     fields: &[(String, FieldType)],
 ) -> Result<RecordBatch> {
-    let mut builders: Vec<StringBuilder> = tags.iter().map(|_| StringBuilder::new()).collect();
-    let mut filled = vec![false; tags.len()];
-    for p in picks {
-        // A key's tags come in name order and `tags` in schema order: look from the last
-        // match on, which finds the next one at once when the two orders agree.
-        let mut at = 0;
-        tempora_model::for_each_tag(&p.key, |k, v| {
-            let n = tags.len();
-            if let Some(i) = (0..n).map(|d| (at + d) % n).find(|&i| tags[i] == k) {
-                builders[i].append_value(v);
-                filled[i] = true;
-                at = i + 1;
-            }
-        })?;
-        for (b, f) in builders.iter_mut().zip(&mut filled) {
-            if !std::mem::take(f) {
-                b.append_null();
-            }
-        }
-    }
-    let mut cols: Vec<ArrayRef> = builders
+    let keys = picks.iter().map(|p| p.key.as_ref());
+    let mut cols: Vec<ArrayRef> = crate::run::tag_columns(keys, tags)?
         .into_iter()
-        .map(|mut b| Arc::new(b.finish()) as ArrayRef)
+        .map(|c| Arc::new(c) as ArrayRef)
         .collect();
     let at: Vec<(usize, usize)> = picks.iter().map(|p| p.at).collect();
     let times: Vec<&dyn Array> = snaps.iter().map(|s| s.column(1).as_ref()).collect();

@@ -9,7 +9,9 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, UInt32Array, new_null_array};
+use arrow::array::{
+    Array, ArrayRef, AsArray, RecordBatch, StringArray, StringBuilder, UInt32Array, new_null_array,
+};
 use arrow::compute::{concat_batches, take};
 use arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef, UInt32Type, UInt64Type};
 use bytes::Bytes;
@@ -53,22 +55,8 @@ impl SortedRun {
 
     /// For each tag, its value for every key of the run (null where a key lacks the tag);
     /// each key is decoded once. Index the arrays with [`SortedRun::ranks`].
-    pub fn tag_values(&self, tags: &[String]) -> Result<Vec<arrow::array::StringArray>> {
-        // A key holds a handful of tags: a linear search beats building a map per key.
-        let decoded: Vec<Vec<_>> = self
-            .keys
-            .iter()
-            .map(|k| tempora_model::decode_series_key_borrowed(k))
-            .collect::<std::result::Result<_, _>>()?;
-        Ok(tags
-            .iter()
-            .map(|tag| {
-                decoded
-                    .iter()
-                    .map(|kv| kv.iter().find(|(k, _)| k == tag).map(|(_, v)| v.as_ref()))
-                    .collect()
-            })
-            .collect())
+    pub fn tag_values(&self, tags: &[String]) -> Result<Vec<StringArray>> {
+        tag_columns(self.keys.iter().map(|k| k.as_ref()), tags)
     }
 
     /// The run's times as a UTC nanosecond timestamp column.
@@ -222,6 +210,35 @@ fn dedup_sorted(batch: RecordBatch) -> RecordBatch {
         cols.push(take(col, &idx, None).expect("in range"));
     }
     RecordBatch::try_new(batch.schema(), cols).expect("same schema")
+}
+
+/// For each tag, its value for each of `keys` in order (null where a key lacks the tag),
+/// decoding every key once without allocating per tag.
+pub fn tag_columns<'a>(
+    keys: impl IntoIterator<Item = &'a [u8]>,
+    tags: &[String],
+) -> Result<Vec<StringArray>> {
+    let mut builders: Vec<StringBuilder> = tags.iter().map(|_| StringBuilder::new()).collect();
+    let mut filled = vec![false; tags.len()];
+    for key in keys {
+        // A key's tags come in name order and `tags` in schema order: look from the last
+        // match on, which finds the next one at once when the two orders agree.
+        let mut at = 0;
+        tempora_model::for_each_tag(key, |k, v| {
+            let n = tags.len();
+            if let Some(i) = (0..n).map(|d| (at + d) % n).find(|&i| tags[i] == k) {
+                builders[i].append_value(v);
+                filled[i] = true;
+                at = i + 1;
+            }
+        })?;
+        for (b, f) in builders.iter_mut().zip(&mut filled) {
+            if !std::mem::take(f) {
+                b.append_null();
+            }
+        }
+    }
+    Ok(builders.into_iter().map(|mut b| b.finish()).collect())
 }
 
 #[cfg(test)]

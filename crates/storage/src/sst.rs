@@ -431,7 +431,8 @@ fn convert_batch(
             _ => arrow::array::new_null_array(&want, b.num_rows()),
         });
     }
-    let (ranks, mask) = apply_bounds(ranks, mask, &cols[2..], fields, &filter.bounds)?;
+    let (ranks, mask) =
+        crate::field_bound::narrow_selection(ranks, mask, &cols[2..], fields, &filter.bounds)?;
     if ranks.is_empty() {
         return Ok(None);
     }
@@ -443,30 +444,6 @@ fn convert_batch(
         out.push(predicate.filter(c)?);
     }
     Ok(Some(RecordBatch::try_new(run_schema(fields), out)?))
-}
-
-/// The kept rows' ranks and mask (`ranks[j]` is the rank of the j-th kept row) narrowed to
-/// the rows the field bounds also keep.
-fn apply_bounds(
-    ranks: Vec<u32>,
-    mask: arrow::array::BooleanArray,
-    field_columns: &[ArrayRef],
-    fields: &[(String, FieldType)],
-    bounds: &[crate::field_bound::FieldBound],
-) -> Result<(Vec<u32>, arrow::array::BooleanArray)> {
-    let Some(keep) = crate::field_bound::mask(field_columns, fields, bounds)? else {
-        return Ok((ranks, mask));
-    };
-    assert_eq!(mask.null_count(), 0, "a selection mask has no NULLs");
-    let mut kept_ranks = Vec::new();
-    let mut kept = vec![false; mask.len()];
-    for (j, row) in mask.values().set_indices().enumerate() {
-        if keep[row] {
-            kept_ranks.push(ranks[j]);
-            kept[row] = true;
-        }
-    }
-    Ok((kept_ranks, arrow::array::BooleanArray::from(kept)))
 }
 
 /// The ranks of the kept rows and the mask that keeps them, deciding row by row.

@@ -27,6 +27,15 @@ pub fn engine() -> (Arc<Engine>, Arc<Databases>) {
     (engine, dbs)
 }
 
+/// A service over `dbs` with the fast path off: every query planned by DataFusion.
+pub fn planner_only(dbs: Arc<Databases>) -> QueryService {
+    let limits = QueryLimits {
+        fast_path: false,
+        ..QueryLimits::default()
+    };
+    QueryService::new(dbs, limits).unwrap()
+}
+
 /// Runs a statement that must succeed (inserts).
 pub async fn exec(q: &QueryService, sql: &str) {
     q.sql("db", sql, 0)
