@@ -318,10 +318,12 @@ fn a_set_password_is_required_with_scram_sha_256() {
     let got = python(
         "import sys, psycopg\n\
          with psycopg.connect(host='127.0.0.1', port=int(sys.argv[1]), dbname='ts', user='tempora', password=sys.argv[2]) as c:\n    \
-         print(c.execute('SELECT max(usage) FROM cpu').fetchone()[0])",
+         print(c.execute('SELECT max(usage) FROM cpu').fetchone()[0])\n    \
+         print(c.info.parameter_status('TimeZone'))",
         &[&s.pg.to_string(), "s3cret pass"],
     );
-    assert_eq!(got, "109.0\n");
+    assert_eq!(got, "109.0\nUTC\n");
+    assert_eq!(distinct_backend_pids(&s, "s3cret pass"), "3\n");
     // And pgJDBC.
     let src = dir.path().join("Jdbc.java");
     std::fs::write(&src, JDBC_PROGRAM).unwrap();
@@ -338,6 +340,47 @@ fn a_set_password_is_required_with_scram_sha_256() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(s.healthy());
+    s.stop();
+}
+
+/// Opens three psycopg connections at once and prints how many distinct backend process ids
+/// they were given (the id a cancel request names).
+fn distinct_backend_pids(s: &Server, password: &str) -> String {
+    python(
+        "import sys, psycopg\n\
+         cs = [psycopg.connect(host='127.0.0.1', port=int(sys.argv[1]), dbname='ts', user='tempora', password=sys.argv[2] or None) for _ in range(3)]\n\
+         print(len({c.info.backend_pid for c in cs}))",
+        &[&s.pg.to_string(), password],
+    )
+}
+
+#[test]
+fn timestamps_reach_python_in_utc() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    load_cpu(&s);
+    // The session's zone is reported as `UTC`, so psycopg gives each timestamptz Python's
+    // fixed UTC zone (any other name gets a zoneinfo zone, slower to convert into), in text
+    // and in binary, from the fast path and from DataFusion.
+    let got = python(
+        "import sys, datetime, psycopg\n\
+         with psycopg.connect(host='127.0.0.1', port=int(sys.argv[1]), dbname='ts', user='tempora') as c:\n    \
+         print(c.info.parameter_status('TimeZone'))\n    \
+         for binary in (False, True):\n        \
+         for q in ('SELECT time FROM cpu ORDER BY time LIMIT 1', \
+                   'SELECT max(time) AS t FROM cpu WHERE usage + 0 > 0'):\n            \
+         t = c.cursor(binary=binary).execute(q).fetchone()[0]\n            \
+         print(t.tzinfo is datetime.timezone.utc, t.isoformat())",
+        &[&s.pg.to_string()],
+    );
+    let lines: Vec<&str> = got.lines().collect();
+    assert_eq!(lines[0], "UTC", "{got}");
+    assert_eq!(lines.len(), 5, "{got}");
+    for l in &lines[1..] {
+        assert!(l.starts_with("True 20"), "not UTC: {got}");
+        assert!(l.ends_with("+00:00"), "{got}");
+    }
+    assert_eq!(distinct_backend_pids(&s, ""), "3\n");
     s.stop();
 }
 

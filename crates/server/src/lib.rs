@@ -18,6 +18,7 @@ pub mod pg;
 pub mod pg_encode;
 pub mod pg_fast;
 pub mod pg_limits;
+pub mod pg_startup;
 pub mod sql_http;
 pub mod state;
 
@@ -142,7 +143,7 @@ pub async fn run(
     let credentials = config
         .pg_password
         .as_deref()
-        .map(|p| Arc::new(pg::Credentials::new(&config.pg_user, p)));
+        .map(|p| Arc::new(pg_startup::Credentials::new(&config.pg_user, p)));
     let handlers = Arc::new(pg::Handlers {
         dispatch: pg::PgDispatch::new(
             inner.query.clone(),

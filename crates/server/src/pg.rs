@@ -14,12 +14,7 @@ use datafusion_postgres::pgwire;
 use datafusion_postgres::{DfSessionService, Parser};
 use futures::Sink;
 use parking_lot::RwLock;
-use pgwire::api::auth::noop::NoopStartupHandler;
-use pgwire::api::auth::sasl::SASLAuthStartupHandler;
-use pgwire::api::auth::sasl::scram::{self, ScramAuth};
-use pgwire::api::auth::{
-    AuthSource, DefaultServerParameterProvider, LoginInfo, Password, StartupHandler,
-};
+use pgwire::api::auth::StartupHandler;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{FieldInfo, Response};
@@ -33,6 +28,7 @@ use tempora_query::{QueryOptions, QueryService};
 
 use crate::pg_fast;
 use crate::pg_limits::{self, CancelRegistry, Canceller, Guard};
+use crate::pg_startup::{self, Credentials};
 use crate::state::{Histogram, QueryGauges};
 
 type Statement = <Parser as QueryParser>::Statement;
@@ -374,58 +370,6 @@ impl ExtendedQueryHandler for PgDispatch {
     }
 }
 
-pub struct Startup;
-
-impl NoopStartupHandler for Startup {}
-
-/// The one login the server accepts when a password is set: SCRAM-SHA-256 against a salted
-/// password computed once at start (the plain password is not kept).
-#[derive(Debug)]
-pub struct Credentials {
-    user: String,
-    salt: Vec<u8>,
-    salted: Vec<u8>,
-    /// A salted random password answered for unknown users, so that they fail at the same
-    /// (last) step as a wrong password and a client cannot tell the two apart.
-    decoy_salt: Vec<u8>,
-    decoy: Vec<u8>,
-}
-
-impl Credentials {
-    pub fn new(user: &str, password: &str) -> Self {
-        let salt = scram::random_nonce().into_bytes();
-        let salted = scram::gen_salted_password(password, &salt, scram::SCRAM_ITERATIONS);
-        let decoy_salt = scram::random_nonce().into_bytes();
-        let decoy = scram::gen_salted_password(
-            &scram::random_nonce(),
-            &decoy_salt,
-            scram::SCRAM_ITERATIONS,
-        );
-        Self {
-            user: user.to_string(),
-            salt,
-            salted,
-            decoy_salt,
-            decoy,
-        }
-    }
-}
-
-#[async_trait]
-impl AuthSource for Credentials {
-    async fn get_password(&self, login: &LoginInfo) -> PgWireResult<Password> {
-        // An unknown user gets the decoy: the exchange goes on and fails at its last step,
-        // exactly as a wrong password does.
-        if login.user() != Some(self.user.as_str()) {
-            return Ok(Password::new(
-                Some(self.decoy_salt.clone()),
-                self.decoy.clone(),
-            ));
-        }
-        Ok(Password::new(Some(self.salt.clone()), self.salted.clone()))
-    }
-}
-
 /// The handlers the pgwire server uses.
 pub struct Handlers {
     pub dispatch: Arc<PgDispatch>,
@@ -445,44 +389,7 @@ impl PgWireServerHandlers for Handlers {
     }
     fn startup_handler(&self) -> Arc<impl StartupHandler> {
         // Called once per connection: the SASL handler keeps that connection's state.
-        Arc::new(match &self.credentials {
-            None => StartupKind::Trust(Startup),
-            Some(c) => {
-                let mut scram = ScramAuth::new(c.clone());
-                scram.set_iterations(scram::SCRAM_ITERATIONS);
-                StartupKind::Scram(
-                    SASLAuthStartupHandler::new(
-                        Arc::new(DefaultServerParameterProvider::default()),
-                    )
-                    .with_scram(scram),
-                )
-            }
-        })
-    }
-}
-
-/// Trust or SCRAM, chosen per server.
-pub enum StartupKind {
-    Trust(Startup),
-    Scram(SASLAuthStartupHandler<DefaultServerParameterProvider>),
-}
-
-#[async_trait]
-impl StartupHandler for StartupKind {
-    async fn on_startup<C>(
-        &self,
-        client: &mut C,
-        message: pgwire::messages::PgWireFrontendMessage,
-    ) -> PgWireResult<()>
-    where
-        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        match self {
-            StartupKind::Trust(h) => h.on_startup(client, message).await,
-            StartupKind::Scram(h) => h.on_startup(client, message).await,
-        }
+        Arc::new(pg_startup::StartupKind::new(self.credentials.as_ref()))
     }
 }
 
