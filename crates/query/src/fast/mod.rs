@@ -43,6 +43,7 @@ pub mod memo;
 pub mod recognize;
 pub mod rows;
 pub mod run;
+pub mod sorted;
 
 use std::sync::Arc;
 

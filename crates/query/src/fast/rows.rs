@@ -17,8 +17,7 @@ use std::sync::Arc;
 
 use arrow::array::{ArrayRef, BooleanArray, Datum, Float64Array, Int64Array, RecordBatch};
 use arrow::compute::kernels::cmp;
-use arrow::compute::{SortColumn, SortOptions, and, cast, concat_batches, filter_record_batch};
-use arrow::compute::{lexsort_to_indices, take_record_batch};
+use arrow::compute::{SortOptions, and, cast, concat_batches, filter_record_batch};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::sql::sqlparser::ast::{
     BinaryOperator, Expr, GroupByExpr, OrderByKind, Query, SelectItem, SetExpr, UnaryOperator,
@@ -30,6 +29,7 @@ use tempora_storage::{BoundOp, FieldBound, Matcher};
 use super::recognize::{
     Cx, conditions, ident_name, limit, plain_query, plain_select, single_table,
 };
+use super::sorted::{SortKey, gather, sorted_positions};
 
 /// A numeric literal as DataFusion types it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -146,41 +146,43 @@ impl RowsQuery {
         }
     }
 
-    /// The kept rows of all regions: sorted, limited, projected to the output.
+    /// The kept rows of all regions: sorted, limited, projected to the output. The rows are
+    /// copied once, in output order (see [`super::sorted`]).
     pub fn finish(
         &self,
         kept: &[RecordBatch],
         read: &SchemaRef,
     ) -> arrow::error::Result<RecordBatch> {
-        let all = concat_batches(read, kept)?;
-        let sorted = if self.order.is_empty() {
-            match self.limit {
-                Some(l) if l < all.num_rows() => all.slice(0, l),
-                _ => all,
-            }
-        } else {
-            let keys: Vec<SortColumn> = self
-                .order
-                .iter()
-                .map(|(c, asc, nulls_first)| {
-                    Ok(SortColumn {
-                        values: all.column(all.schema().index_of(c)?).clone(),
-                        options: Some(SortOptions {
-                            descending: !asc,
-                            nulls_first: *nulls_first,
-                        }),
-                    })
-                })
-                .collect::<arrow::error::Result<_>>()?;
-            let idx = lexsort_to_indices(&keys, self.limit)?;
-            take_record_batch(&all, &idx)?
-        };
-        let cols: Vec<ArrayRef> = self
+        let out: Vec<usize> = self
             .columns
             .iter()
-            .map(|(_, c, _)| Ok(sorted.column(sorted.schema().index_of(c)?).clone()))
+            .map(|(_, c, _)| read.index_of(c))
             .collect::<arrow::error::Result<_>>()?;
-        RecordBatch::try_new(self.schema(), cols)
+        if self.order.is_empty() {
+            let projected = kept
+                .iter()
+                .map(|b| b.project(&out))
+                .collect::<arrow::error::Result<Vec<_>>>()?;
+            let all = concat_batches(&Arc::new(read.project(&out)?), &projected)?;
+            let all = match self.limit {
+                Some(l) if l < all.num_rows() => all.slice(0, l),
+                _ => all,
+            };
+            return RecordBatch::try_new(self.schema(), all.columns().to_vec());
+        }
+        let keys: Vec<SortKey> = self
+            .order
+            .iter()
+            .map(|(c, asc, nulls_first)| SortKey {
+                column: c,
+                options: SortOptions {
+                    descending: !asc,
+                    nulls_first: *nulls_first,
+                },
+            })
+            .collect();
+        let positions = sorted_positions(kept, &keys, self.limit)?;
+        gather(kept, &out, &positions, self.schema())
     }
 }
 

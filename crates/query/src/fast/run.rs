@@ -103,7 +103,7 @@ pub fn run_rows(
             kept.push(k);
         }
     }
-    // The concatenation and the sorted copy are two more copies of the kept rows.
+    // The sort keys (row format) and the gathered output are at most two more copies.
     let kept_bytes: usize = kept.iter().map(|b| b.get_array_memory_size()).sum();
     reservation.try_grow(kept_bytes.saturating_mul(2))?;
     Ok(Some(q.finish(&kept, &read_schema)?))

@@ -1,0 +1,508 @@
+//! Sorting the rows of several batches without concatenating them first: the order is
+//! computed over the batches where they are, as `(batch, row)` positions, and the output is
+//! gathered once with `interleave`.
+//!
+//! Keys are Arrow's row format (`RowConverter`): each row's sort key becomes one byte string
+//! that compares with `memcmp` in the order DataFusion sorts (NULLs first or last, floats by
+//! total order, strings by bytes). A scan hands each series' rows over in time order, so under
+//! `ORDER BY tag, time` the rows are blocks (equal tag, rising time) that only need putting in
+//! order: the blocks are found (`partition` on every key but the last, and wherever a key
+//! falls), ordered by their first key and, if they do not overlap, concatenated. Otherwise the
+//! rows are sorted with Rust's stable, run-adaptive sort.
+//!
+//! Invariant: the positions are exactly those of a stable sort of the concatenated batches,
+//! cut to the limit; rows with equal keys keep their input order.
+
+use arrow::array::{Array, ArrayRef, RecordBatch, new_empty_array};
+use arrow::compute::{SortOptions, concat, interleave, partition};
+use arrow::datatypes::SchemaRef;
+use arrow::error::Result;
+use arrow::row::{RowConverter, Rows, SortField};
+
+/// One sort key: a column of every batch, and its direction.
+pub struct SortKey<'a> {
+    pub column: &'a str,
+    pub options: SortOptions,
+}
+
+/// The `(batch, row)` positions of `batches` in the order of `keys`, at most `limit`.
+pub fn sorted_positions(
+    batches: &[RecordBatch],
+    keys: &[SortKey],
+    limit: Option<usize>,
+) -> Result<Vec<(usize, usize)>> {
+    let mut all: Vec<(usize, usize)> = batches
+        .iter()
+        .enumerate()
+        .flat_map(|(b, batch)| (0..batch.num_rows()).map(move |r| (b, r)))
+        .collect();
+    let Some(first) = batches.first() else {
+        return Ok(all);
+    };
+    let fields = keys
+        .iter()
+        .map(|k| {
+            let ty = first
+                .schema()
+                .field_with_name(k.column)?
+                .data_type()
+                .clone();
+            Ok(SortField::new_with_options(ty, k.options))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let converter = RowConverter::new(fields)?;
+    let rows = batches
+        .iter()
+        .map(|b| {
+            let cols = keys
+                .iter()
+                .map(|k| Ok(b.column(b.schema().index_of(k.column)?).clone()))
+                .collect::<Result<Vec<ArrayRef>>>()?;
+            converter.convert_columns(&cols)
+        })
+        .collect::<Result<Vec<Rows>>>()?;
+    let key = |&(b, r): &(usize, usize)| rows[b].row(r);
+    match limit {
+        Some(l) if l < all.len() => {
+            // Ties broken by position, so the first `l` are those of the stable full sort.
+            let by_key_then_position =
+                |x: &(usize, usize), y: &(usize, usize)| key(x).cmp(&key(y)).then_with(|| x.cmp(y));
+            if l > 0 {
+                all.select_nth_unstable_by(l - 1, by_key_then_position);
+            }
+            all.truncate(l);
+            all.sort_unstable_by(by_key_then_position);
+        }
+        _ => {
+            let groups = prefix_groups(batches, keys)?;
+            if let Some(order) = ordered_runs(&all, &groups, &key) {
+                return Ok(order);
+            }
+            all.sort_by(|x, y| key(x).cmp(&key(y)));
+        }
+    }
+    Ok(all)
+}
+
+/// Where, in the positions of all `batches` in order, a run of equal values of every key but
+/// the last begins (each batch begins one): a series' rows under `ORDER BY tag, time`.
+fn prefix_groups(batches: &[RecordBatch], keys: &[SortKey]) -> Result<Vec<usize>> {
+    let mut starts = Vec::new();
+    let mut offset = 0;
+    for b in batches {
+        match keys.split_last() {
+            Some((_, prefix)) if !prefix.is_empty() && b.num_rows() > 0 => {
+                let cols = prefix
+                    .iter()
+                    .map(|k| Ok(b.column(b.schema().index_of(k.column)?).clone()))
+                    .collect::<Result<Vec<ArrayRef>>>()?;
+                starts.extend(partition(&cols)?.ranges().iter().map(|r| offset + r.start));
+            }
+            _ => starts.push(offset),
+        }
+        offset += b.num_rows();
+    }
+    Ok(starts)
+}
+
+/// `positions` in key order when they split into sorted runs (at each of `group_starts` and
+/// wherever a key is below the one before) that do not overlap once ordered by their first
+/// key: the runs concatenated in that order, about `n` comparisons instead of a merge of every
+/// row. `None` when runs overlap. Equal keys in two runs are accepted only when the earlier
+/// run comes first, so the answer is still the stable sort's.
+fn ordered_runs<'r>(
+    positions: &[(usize, usize)],
+    group_starts: &[usize],
+    key: &impl Fn(&(usize, usize)) -> arrow::row::Row<'r>,
+) -> Option<Vec<(usize, usize)>> {
+    let mut groups = group_starts.iter().peekable();
+    let mut starts = vec![0];
+    for i in 1..positions.len() {
+        while groups.next_if(|&&g| g < i).is_some() {}
+        let group_start = groups.next_if(|&&g| g == i).is_some();
+        if group_start || key(&positions[i]) < key(&positions[i - 1]) {
+            starts.push(i);
+        }
+    }
+    let runs: Vec<std::ops::Range<usize>> = starts
+        .iter()
+        .zip(starts.iter().skip(1).chain([&positions.len()]))
+        .map(|(&a, &b)| a..b)
+        .filter(|r| !r.is_empty())
+        .collect();
+    let mut order: Vec<usize> = (0..runs.len()).collect();
+    order.sort_by(|&a, &b| key(&positions[runs[a].start]).cmp(&key(&positions[runs[b].start])));
+    for w in order.windows(2) {
+        let last = key(&positions[runs[w[0]].end - 1]);
+        let next = key(&positions[runs[w[1]].start]);
+        if last > next || (last == next && w[0] > w[1]) {
+            return None;
+        }
+    }
+    Some(
+        order
+            .iter()
+            .flat_map(|&r| positions[runs[r].clone()].iter().copied())
+            .collect(),
+    )
+}
+
+/// The columns `columns` (by position in every batch) of the rows at `positions`, in that
+/// order, as one batch of `schema`. Positions that mostly continue one another (blocks of a
+/// batch's rows, as [`ordered_runs`] gives) are copied a block at a time.
+pub fn gather(
+    batches: &[RecordBatch],
+    columns: &[usize],
+    positions: &[(usize, usize)],
+    schema: SchemaRef,
+) -> Result<RecordBatch> {
+    let blocks = blocks(positions);
+    if blocks.len().saturating_mul(BLOCK_ROWS_MIN) <= positions.len() {
+        gather_blocks(batches, columns, &blocks, schema)
+    } else {
+        gather_rows(batches, columns, positions, schema)
+    }
+}
+
+/// Blocks of at least this many rows on average are copied by block, else row by row.
+const BLOCK_ROWS_MIN: usize = 8;
+
+/// `positions` as `(batch, first row, rows)` blocks of consecutive rows of one batch.
+fn blocks(positions: &[(usize, usize)]) -> Vec<(usize, usize, usize)> {
+    let mut out: Vec<(usize, usize, usize)> = Vec::new();
+    for &(b, r) in positions {
+        match out.last_mut() {
+            Some((lb, start, len)) if *lb == b && *start + *len == r => *len += 1,
+            _ => out.push((b, r, 1)),
+        }
+    }
+    out
+}
+
+fn gather_blocks(
+    batches: &[RecordBatch],
+    columns: &[usize],
+    blocks: &[(usize, usize, usize)],
+    schema: SchemaRef,
+) -> Result<RecordBatch> {
+    let cols = columns
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| {
+            let parts: Vec<ArrayRef> = blocks
+                .iter()
+                .map(|&(b, start, len)| batches[b].column(c).slice(start, len))
+                .collect();
+            let parts: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+            match parts.as_slice() {
+                [] => Ok(new_empty_array(schema.field(i).data_type())),
+                _ => concat(&parts),
+            }
+        })
+        .collect::<Result<Vec<ArrayRef>>>()?;
+    RecordBatch::try_new(schema, cols)
+}
+
+fn gather_rows(
+    batches: &[RecordBatch],
+    columns: &[usize],
+    positions: &[(usize, usize)],
+    schema: SchemaRef,
+) -> Result<RecordBatch> {
+    let cols = columns
+        .iter()
+        .map(|&c| {
+            let arrays: Vec<&dyn Array> = batches.iter().map(|b| b.column(c).as_ref()).collect();
+            interleave(&arrays, positions)
+        })
+        .collect::<Result<Vec<ArrayRef>>>()?;
+    RecordBatch::try_new(schema, cols)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{Float64Array, Int64Array, StringArray, UInt64Array};
+    use arrow::compute::{SortColumn, concat_batches, lexsort_to_indices, take_record_batch};
+    use arrow::datatypes::{DataType, Field, Schema};
+
+    use super::*;
+
+    fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            Field::new("host", DataType::Utf8, true),
+            Field::new("t", DataType::Int64, true),
+            Field::new("v", DataType::Float64, true),
+        ]))
+    }
+
+    type Row = (Option<&'static str>, Option<i64>, Option<f64>);
+
+    fn batch(rows: &[Row]) -> RecordBatch {
+        RecordBatch::try_new(
+            schema(),
+            vec![
+                Arc::new(StringArray::from_iter(rows.iter().map(|r| r.0))),
+                Arc::new(Int64Array::from_iter(rows.iter().map(|r| r.1))),
+                Arc::new(Float64Array::from_iter(rows.iter().map(|r| r.2))),
+            ],
+        )
+        .unwrap()
+    }
+
+    /// What the positions must equal: a stable lexicographic sort of the concatenation, then
+    /// the limit. (`lexsort_to_indices` is not stable: the row number is its last key.)
+    fn reference(batches: &[RecordBatch], keys: &[SortKey], limit: Option<usize>) -> RecordBatch {
+        let all = concat_batches(&schema(), batches).unwrap();
+        let mut cols: Vec<SortColumn> = keys
+            .iter()
+            .map(|k| SortColumn {
+                values: all.column(all.schema().index_of(k.column).unwrap()).clone(),
+                options: Some(k.options),
+            })
+            .collect();
+        let n = all.num_rows() as u64;
+        cols.push(SortColumn {
+            values: Arc::new(UInt64Array::from_iter_values(0..n)),
+            options: None,
+        });
+        let idx = lexsort_to_indices(&cols, None).unwrap();
+        let sorted = take_record_batch(&all, &idx).unwrap();
+        match limit {
+            Some(l) if l < sorted.num_rows() => sorted.slice(0, l),
+            _ => sorted,
+        }
+    }
+
+    fn asc(nulls_first: bool) -> SortOptions {
+        SortOptions {
+            descending: false,
+            nulls_first,
+        }
+    }
+
+    fn desc(nulls_first: bool) -> SortOptions {
+        SortOptions {
+            descending: true,
+            nulls_first,
+        }
+    }
+
+    #[test]
+    fn positions_equal_a_stable_sort_of_the_concatenation() {
+        let runs = vec![
+            // A scan's output: each series in time order, series after series.
+            batch(&[
+                (Some("b"), Some(1), Some(1.0)),
+                (Some("b"), Some(5), Some(2.0)),
+                (Some("a"), Some(2), Some(f64::NAN)),
+                (Some("a"), Some(7), Some(-0.0)),
+            ]),
+            batch(&[]),
+            batch(&[
+                (Some("a"), Some(3), Some(0.0)),
+                (None, Some(4), None),
+                (Some("b"), Some(5), Some(3.0)),
+                (Some("é"), None, Some(f64::INFINITY)),
+                (Some("a"), Some(3), Some(-1.0)),
+            ]),
+        ];
+        let host_time = [asc(false), asc(true), desc(false), desc(true)];
+        let cases: Vec<(&str, Vec<SortKey>)> = vec![
+            (
+                "host, time",
+                vec![key("host", asc(false)), key("t", asc(false))],
+            ),
+            ("value only (NaN, -0.0, inf)", vec![key("v", asc(false))]),
+            ("value desc nulls first", vec![key("v", desc(true))]),
+            (
+                "time desc, host",
+                vec![key("t", desc(false)), key("host", asc(true))],
+            ),
+        ];
+        for (name, keys) in cases {
+            for limit in [None, Some(0), Some(1), Some(3), Some(9), Some(100)] {
+                let positions = sorted_positions(&runs, &keys, limit).unwrap();
+                let got = gather(&runs, &[0, 1, 2], &positions, schema()).unwrap();
+                let want = reference(&runs, &keys, limit);
+                assert_eq!(got, want, "{name}, limit {limit:?}");
+            }
+        }
+        for o in host_time {
+            let keys = [key("host", o), key("t", o)];
+            let got = sorted_positions(&runs, &keys, None).unwrap();
+            let want = reference(&runs, &keys, None);
+            assert_eq!(gather(&runs, &[0, 1, 2], &got, schema()).unwrap(), want);
+        }
+    }
+
+    /// Inputs named by what their runs are, whether the runs path answers (else the full
+    /// sort does), and either way the stable sort's order.
+    #[test]
+    fn sorted_runs_are_concatenated_only_when_that_is_the_stable_order() {
+        let r = |h, t| (Some(h), Some(t), None);
+        let cases: Vec<(&str, Vec<RecordBatch>, &[&str], bool)> = vec![
+            (
+                "series blocks in another order, across batches",
+                vec![
+                    batch(&[r("c", 1), r("c", 2), r("c", 3), r("a", 1), r("a", 2)]),
+                    batch(&[r("b", 1), r("a", 5)]),
+                ],
+                &["host", "t"],
+                true,
+            ),
+            (
+                "series blocks whose names happen to ascend (one maximal sorted run)",
+                vec![
+                    batch(&[r("a", 1), r("a", 2), r("c", 1), r("c", 2)]),
+                    batch(&[r("b", 1), r("b", 2)]),
+                ],
+                &["host", "t"],
+                true,
+            ),
+            (
+                "a series out of time order",
+                vec![batch(&[r("b", 1), r("b", 0), r("a", 2)])],
+                &["host", "t"],
+                true,
+            ),
+            (
+                "a run ends past the next run's start",
+                vec![batch(&[r("a", 1), r("b", 1), r("b", 1), r("a", 0)])],
+                &["host"],
+                false,
+            ),
+            (
+                "equal keys at the edge of two runs, the later run first",
+                vec![batch(&[r("b", 1), r("c", 2), r("a", 3), r("b", 4)])],
+                &["host"],
+                false,
+            ),
+            (
+                "one run",
+                vec![batch(&[r("a", 1), r("a", 1), r("b", 0)])],
+                &["host", "t"],
+                true,
+            ),
+            (
+                "overlapping runs",
+                vec![batch(&[r("a", 1), r("c", 1), r("b", 1), r("d", 1)])],
+                &["host"],
+                false,
+            ),
+            (
+                "ties inside a run",
+                vec![batch(&[r("c", 1), r("a", 1), r("b", 1), r("b", 2)])],
+                &["host"],
+                true,
+            ),
+        ];
+        for (name, batches, columns, by_runs) in cases {
+            let keys: Vec<SortKey> = columns.iter().map(|c| key(c, asc(false))).collect();
+            let positions = sorted_positions(&batches, &keys, None).unwrap();
+            let got = gather(&batches, &[0, 1, 2], &positions, schema()).unwrap();
+            assert_eq!(got, reference(&batches, &keys, None), "{name}");
+            // Both ways of gathering give the same batch.
+            let by_blocks = gather_blocks(&batches, &[0, 1, 2], &blocks(&positions), schema());
+            assert_eq!(by_blocks.unwrap(), got, "{name}");
+            // Whether the runs path took it.
+            let fields = keys
+                .iter()
+                .map(|k| {
+                    let ty = schema()
+                        .field_with_name(k.column)
+                        .unwrap()
+                        .data_type()
+                        .clone();
+                    SortField::new_with_options(ty, k.options)
+                })
+                .collect();
+            let converter = RowConverter::new(fields).unwrap();
+            let rows: Vec<Rows> = batches
+                .iter()
+                .map(|b| {
+                    let cols: Vec<ArrayRef> = keys
+                        .iter()
+                        .map(|k| b.column(b.schema().index_of(k.column).unwrap()).clone())
+                        .collect();
+                    converter.convert_columns(&cols).unwrap()
+                })
+                .collect();
+            let all: Vec<(usize, usize)> = batches
+                .iter()
+                .enumerate()
+                .flat_map(|(b, x)| (0..x.num_rows()).map(move |r| (b, r)))
+                .collect();
+            let groups = prefix_groups(&batches, &keys).unwrap();
+            let runs = ordered_runs(&all, &groups, &|&(b, r): &(usize, usize)| rows[b].row(r));
+            assert_eq!(runs.is_some(), by_runs, "{name}");
+            if let Some(runs) = runs {
+                assert_eq!(runs, positions, "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn no_batches_and_a_projection() {
+        assert!(
+            sorted_positions(&[], &[key("host", asc(false))], None)
+                .unwrap()
+                .is_empty()
+        );
+        let b = [batch(&[
+            (Some("z"), Some(1), None),
+            (Some("y"), Some(2), Some(1.0)),
+        ])];
+        let positions = sorted_positions(&b, &[key("host", asc(false))], None).unwrap();
+        assert_eq!(positions, [(0, 1), (0, 0)]);
+        let only_v = Arc::new(Schema::new(vec![Field::new("v", DataType::Float64, true)]));
+        let got = gather(&b, &[2], &positions, only_v).unwrap();
+        let v = got
+            .column(0)
+            .as_any()
+            .downcast_ref::<Float64Array>()
+            .unwrap();
+        assert_eq!(v.iter().collect::<Vec<_>>(), [Some(1.0), None]);
+    }
+
+    #[test]
+    fn positions_become_blocks_of_consecutive_rows() {
+        type Case = (
+            &'static str,
+            Vec<(usize, usize)>,
+            Vec<(usize, usize, usize)>,
+        );
+        let cases: Vec<Case> = vec![
+            ("none", vec![], vec![]),
+            ("one block", vec![(0, 3), (0, 4), (0, 5)], vec![(0, 3, 3)]),
+            ("a gap", vec![(0, 3), (0, 5)], vec![(0, 3, 1), (0, 5, 1)]),
+            (
+                "backwards",
+                vec![(0, 5), (0, 4)],
+                vec![(0, 5, 1), (0, 4, 1)],
+            ),
+            (
+                "the same rows of another batch",
+                vec![(0, 0), (0, 1), (1, 2), (1, 3), (0, 2)],
+                vec![(0, 0, 2), (1, 2, 2), (0, 2, 1)],
+            ),
+        ];
+        for (name, positions, want) in cases {
+            assert_eq!(blocks(&positions), want, "{name}");
+        }
+        // No rows at all: an empty batch of the schema.
+        let got = gather(&[], &[0, 1, 2], &[], schema()).unwrap();
+        assert_eq!((got.num_rows(), got.schema()), (0, schema()));
+    }
+
+    #[test]
+    fn an_unknown_key_column_is_an_error() {
+        let b = [batch(&[(Some("z"), Some(1), None)])];
+        assert!(sorted_positions(&b, &[key("nope", asc(false))], None).is_err());
+    }
+
+    fn key(column: &'static str, options: SortOptions) -> SortKey<'static> {
+        SortKey { column, options }
+    }
+}
