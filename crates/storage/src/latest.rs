@@ -30,16 +30,18 @@ struct Pick {
 
 impl Engine {
     /// At most how many rows [`Engine::latest`] reads for `table` (its regions' cache slots),
-    /// or `None` when a region's cache must first be filled from its files (after a restart
-    /// or a delete), which is a scan of the region, or the table does not exist.
+    /// or `None` when the read would touch files: a region's cache must first be filled from
+    /// them (after a restart or a delete), or its series index was evicted to its file. Also
+    /// `None` when the table does not exist. (A caller that runs small reads inline uses this;
+    /// an eviction or a delete between the check and the read still makes that read load.)
     pub fn latest_rows_bound(&self, table: &str) -> Option<usize> {
         let table = self.table(table).ok()?;
         let mut rows = 0;
         for region in table.all_regions() {
-            if !region
+            let filled = region
                 .lvc_from_files
-                .load(std::sync::atomic::Ordering::SeqCst)
-            {
+                .load(std::sync::atomic::Ordering::SeqCst);
+            if !filled || !region.index_loaded() {
                 return None;
             }
             rows += region.lvc.read().slots();

@@ -241,6 +241,11 @@ impl Region {
         Ok(())
     }
 
+    /// Whether the series index is in memory (reading it will not touch a file).
+    pub fn index_loaded(&self) -> bool {
+        self.index.read().loaded.is_some()
+    }
+
     /// The series index, loaded on demand and marked as used in the series cache.
     pub fn index_read(self: &Arc<Self>) -> Result<MappedRwLockReadGuard<'_, SeriesIndex>> {
         self.ensure_loaded()?;

@@ -246,6 +246,9 @@ fn latest_values_take_each_series_newest_partition_in_key_order() {
         .unwrap();
     assert_eq!(none.num_rows(), 0);
     assert_eq!(none.schema(), b.schema());
+    // Cache slots: a and c on day 0 and day 2, b on day 1.
+    assert_eq!(e.latest_rows_bound("cpu"), Some(5));
+    assert_eq!(e.latest_rows_bound("nothing"), None);
 }
 
 #[test]
@@ -489,6 +492,11 @@ fn cold_region_indexes_are_evicted_and_reloaded_on_demand() {
     assert_eq!(by_tag(&e), 8);
     let (_, evictions, _) = e.index_cache_stats();
     assert!(evictions > 0, "a 1-byte budget evicts clean indexes");
+    // Latest values fill every region's cache, but their indexes are evicted again: a read
+    // would load them from files, so no bound is given (the caller then reads off the
+    // async runtime).
+    assert_eq!(e.latest("cpu", &Matcher::All, None).unwrap().num_rows(), 20);
+    assert_eq!(e.latest_rows_bound("cpu"), None);
     assert_eq!(by_tag(&e), 8, "evicted indexes reload");
     assert!(
         e.index_cache_stats().0 > 0,
