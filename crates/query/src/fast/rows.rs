@@ -129,8 +129,10 @@ impl RowsQuery {
             .collect()
     }
 
-    /// The rows of a scan batch (tags, time, fields by name) that every comparison keeps.
-    pub fn keep(&self, b: &RecordBatch) -> arrow::error::Result<RecordBatch> {
+    /// Which rows of a scan batch (tags, time, fields by name) every comparison keeps, or
+    /// `None` when there is no comparison. The batch is not copied: the kept rows are copied
+    /// once, by [`RowsQuery::finish`].
+    pub fn keep(&self, b: &RecordBatch) -> arrow::error::Result<Option<BooleanArray>> {
         let mut mask: Option<BooleanArray> = None;
         for c in &self.comparisons {
             let col = b.column(b.schema().index_of(&c.field)?);
@@ -140,30 +142,34 @@ impl RowsQuery {
                 Some(prev) => and(&prev, &m)?,
             });
         }
-        match mask {
-            None => Ok(b.clone()),
-            Some(m) => filter_record_batch(b, &m),
-        }
+        Ok(mask)
     }
 
-    /// The kept rows of all regions: sorted, limited, projected to the output. The rows are
-    /// copied once, in output order (see [`super::sorted`]).
+    /// The kept rows of all regions (each batch with its [`RowsQuery::keep`] mask): sorted,
+    /// limited, projected to the output. The rows are copied once, in output order (see
+    /// [`super::sorted`]).
     pub fn finish(
         &self,
-        kept: &[RecordBatch],
-        read: &SchemaRef,
+        read: &[(RecordBatch, Option<BooleanArray>)],
+        schema: &SchemaRef,
     ) -> arrow::error::Result<RecordBatch> {
         let out: Vec<usize> = self
             .columns
             .iter()
-            .map(|(_, c, _)| read.index_of(c))
+            .map(|(_, c, _)| schema.index_of(c))
             .collect::<arrow::error::Result<_>>()?;
+        let batches: Vec<RecordBatch> = read.iter().map(|(b, _)| b.clone()).collect();
+        let masks: Vec<Option<&BooleanArray>> = read.iter().map(|(_, m)| m.as_ref()).collect();
         if self.order.is_empty() {
-            let projected = kept
+            let projected = read
                 .iter()
-                .map(|b| b.project(&out))
+                .map(|(b, m)| {
+                    let b = b.project(&out)?;
+                    m.as_ref()
+                        .map_or(Ok(b.clone()), |m| filter_record_batch(&b, m))
+                })
                 .collect::<arrow::error::Result<Vec<_>>>()?;
-            let all = concat_batches(&Arc::new(read.project(&out)?), &projected)?;
+            let all = concat_batches(&Arc::new(schema.project(&out)?), &projected)?;
             let all = match self.limit {
                 Some(l) if l < all.num_rows() => all.slice(0, l),
                 _ => all,
@@ -181,8 +187,8 @@ impl RowsQuery {
                 },
             })
             .collect();
-        let positions = sorted_positions(kept, &keys, self.limit)?;
-        gather(kept, &out, &positions, self.schema())
+        let positions = sorted_positions(&batches, &masks, &keys, self.limit)?;
+        gather(&batches, &out, &positions, self.schema())
     }
 }
 

@@ -96,15 +96,15 @@ pub fn run_rows(
             continue;
         };
         reservation.try_grow(b.get_array_memory_size())?;
-        let k = q.keep(&b)?;
-        reservation.shrink(b.get_array_memory_size());
-        reservation.try_grow(k.get_array_memory_size())?;
-        if k.num_rows() > 0 {
-            kept.push(k);
+        let mask = q.keep(&b)?;
+        if mask.as_ref().is_none_or(|m| m.true_count() > 0) {
+            kept.push((b, mask));
+        } else {
+            reservation.shrink(b.get_array_memory_size());
         }
     }
     // The sort keys (row format) and the gathered output are at most two more copies.
-    let kept_bytes: usize = kept.iter().map(|b| b.get_array_memory_size()).sum();
+    let kept_bytes: usize = kept.iter().map(|(b, _)| b.get_array_memory_size()).sum();
     reservation.try_grow(kept_bytes.saturating_mul(2))?;
     Ok(Some(q.finish(&kept, &read_schema)?))
 }

@@ -13,7 +13,7 @@
 //! Invariant: the positions are exactly those of a stable sort of the concatenated batches,
 //! cut to the limit; rows with equal keys keep their input order.
 
-use arrow::array::{Array, ArrayRef, RecordBatch, new_empty_array};
+use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, new_empty_array};
 use arrow::compute::{SortOptions, concat, interleave, partition};
 use arrow::datatypes::SchemaRef;
 use arrow::error::Result;
@@ -25,16 +25,29 @@ pub struct SortKey<'a> {
     pub options: SortOptions,
 }
 
-/// The `(batch, row)` positions of `batches` in the order of `keys`, at most `limit`.
+/// The `(batch, row)` positions of the rows of `batches` that their masks keep (a missing
+/// mask keeps every row, a NULL in one drops its row) in the order of `keys`, at most `limit`.
 pub fn sorted_positions(
     batches: &[RecordBatch],
+    masks: &[Option<&BooleanArray>],
     keys: &[SortKey],
     limit: Option<usize>,
 ) -> Result<Vec<(usize, usize)>> {
+    let kept = |b: usize, r: usize| {
+        masks
+            .get(b)
+            .copied()
+            .flatten()
+            .is_none_or(|m| m.is_valid(r) && m.value(r))
+    };
     let mut all: Vec<(usize, usize)> = batches
         .iter()
         .enumerate()
-        .flat_map(|(b, batch)| (0..batch.num_rows()).map(move |r| (b, r)))
+        .flat_map(|(b, batch)| {
+            (0..batch.num_rows())
+                .filter(move |&r| kept(b, r))
+                .map(move |r| (b, r))
+        })
         .collect();
     let Some(first) = batches.first() else {
         return Ok(all);
@@ -74,7 +87,7 @@ pub fn sorted_positions(
             all.sort_unstable_by(by_key_then_position);
         }
         _ => {
-            let groups = prefix_groups(batches, keys)?;
+            let groups = group_ids(batches, &all, keys)?;
             if let Some(order) = ordered_runs(&all, &groups, &key) {
                 return Ok(order);
             }
@@ -84,46 +97,54 @@ pub fn sorted_positions(
     Ok(all)
 }
 
-/// Where, in the positions of all `batches` in order, a run of equal values of every key but
-/// the last begins (each batch begins one): a series' rows under `ORDER BY tag, time`.
-fn prefix_groups(batches: &[RecordBatch], keys: &[SortKey]) -> Result<Vec<usize>> {
-    let mut starts = Vec::new();
-    let mut offset = 0;
-    for b in batches {
-        match keys.split_last() {
-            Some((_, prefix)) if !prefix.is_empty() && b.num_rows() > 0 => {
-                let cols = prefix
-                    .iter()
-                    .map(|k| Ok(b.column(b.schema().index_of(k.column)?).clone()))
-                    .collect::<Result<Vec<ArrayRef>>>()?;
-                starts.extend(partition(&cols)?.ranges().iter().map(|r| offset + r.start));
+/// For each of `positions` (in batch and row order), a number that changes exactly where a
+/// new batch begins or the values of every key but the last change: a series' rows under
+/// `ORDER BY tag, time` share one.
+fn group_ids(
+    batches: &[RecordBatch],
+    positions: &[(usize, usize)],
+    keys: &[SortKey],
+) -> Result<Vec<usize>> {
+    let prefix = keys.split_last().map_or(&[][..], |(_, p)| p);
+    // Per batch, the rows where a group starts, ascending.
+    let starts = batches
+        .iter()
+        .map(|b| {
+            if prefix.is_empty() || b.num_rows() == 0 {
+                return Ok(vec![0]);
             }
-            _ => starts.push(offset),
-        }
-        offset += b.num_rows();
+            let cols = prefix
+                .iter()
+                .map(|k| Ok(b.column(b.schema().index_of(k.column)?).clone()))
+                .collect::<Result<Vec<ArrayRef>>>()?;
+            Ok(partition(&cols)?.ranges().iter().map(|r| r.start).collect())
+        })
+        .collect::<Result<Vec<Vec<usize>>>>()?;
+    let mut base = vec![0; batches.len()];
+    for b in 1..batches.len() {
+        base[b] = base[b - 1] + starts[b - 1].len();
     }
-    Ok(starts)
+    Ok(positions
+        .iter()
+        .map(|&(b, r)| base[b] + starts[b].partition_point(|&s| s <= r) - 1)
+        .collect())
 }
 
-/// `positions` in key order when they split into sorted runs (at each of `group_starts` and
-/// wherever a key is below the one before) that do not overlap once ordered by their first
+/// `positions` in key order when they split into sorted runs (wherever the group id changes
+/// and wherever a key is below the one before) that do not overlap once ordered by their first
 /// key: the runs concatenated in that order, about `n` comparisons instead of a merge of every
 /// row. `None` when runs overlap. Equal keys in two runs are accepted only when the earlier
 /// run comes first, so the answer is still the stable sort's.
 fn ordered_runs<'r>(
     positions: &[(usize, usize)],
-    group_starts: &[usize],
+    groups: &[usize],
     key: &impl Fn(&(usize, usize)) -> arrow::row::Row<'r>,
 ) -> Option<Vec<(usize, usize)>> {
-    let mut groups = group_starts.iter().peekable();
     let mut starts = vec![0];
-    for i in 1..positions.len() {
-        while groups.next_if(|&&g| g < i).is_some() {}
-        let group_start = groups.next_if(|&&g| g == i).is_some();
-        if group_start || key(&positions[i]) < key(&positions[i - 1]) {
-            starts.push(i);
-        }
-    }
+    starts
+        .extend((1..positions.len()).filter(|&i| {
+            groups[i] != groups[i - 1] || key(&positions[i]) < key(&positions[i - 1])
+        }));
     let runs: Vec<std::ops::Range<usize>> = starts
         .iter()
         .zip(starts.iter().skip(1).chain([&positions.len()]))
@@ -224,7 +245,9 @@ mod tests {
     use std::sync::Arc;
 
     use arrow::array::{Float64Array, Int64Array, StringArray, UInt64Array};
-    use arrow::compute::{SortColumn, concat_batches, lexsort_to_indices, take_record_batch};
+    use arrow::compute::{
+        SortColumn, concat_batches, filter_record_batch, lexsort_to_indices, take_record_batch,
+    };
     use arrow::datatypes::{DataType, Field, Schema};
 
     use super::*;
@@ -323,7 +346,7 @@ mod tests {
         ];
         for (name, keys) in cases {
             for limit in [None, Some(0), Some(1), Some(3), Some(9), Some(100)] {
-                let positions = sorted_positions(&runs, &keys, limit).unwrap();
+                let positions = sorted_positions(&runs, &[], &keys, limit).unwrap();
                 let got = gather(&runs, &[0, 1, 2], &positions, schema()).unwrap();
                 let want = reference(&runs, &keys, limit);
                 assert_eq!(got, want, "{name}, limit {limit:?}");
@@ -331,7 +354,7 @@ mod tests {
         }
         for o in host_time {
             let keys = [key("host", o), key("t", o)];
-            let got = sorted_positions(&runs, &keys, None).unwrap();
+            let got = sorted_positions(&runs, &[], &keys, None).unwrap();
             let want = reference(&runs, &keys, None);
             assert_eq!(gather(&runs, &[0, 1, 2], &got, schema()).unwrap(), want);
         }
@@ -400,7 +423,7 @@ mod tests {
         ];
         for (name, batches, columns, by_runs) in cases {
             let keys: Vec<SortKey> = columns.iter().map(|c| key(c, asc(false))).collect();
-            let positions = sorted_positions(&batches, &keys, None).unwrap();
+            let positions = sorted_positions(&batches, &[], &keys, None).unwrap();
             let got = gather(&batches, &[0, 1, 2], &positions, schema()).unwrap();
             assert_eq!(got, reference(&batches, &keys, None), "{name}");
             // Both ways of gathering give the same batch.
@@ -434,7 +457,7 @@ mod tests {
                 .enumerate()
                 .flat_map(|(b, x)| (0..x.num_rows()).map(move |r| (b, r)))
                 .collect();
-            let groups = prefix_groups(&batches, &keys).unwrap();
+            let groups = group_ids(&batches, &all, &keys).unwrap();
             let runs = ordered_runs(&all, &groups, &|&(b, r): &(usize, usize)| rows[b].row(r));
             assert_eq!(runs.is_some(), by_runs, "{name}");
             if let Some(runs) = runs {
@@ -446,7 +469,7 @@ mod tests {
     #[test]
     fn no_batches_and_a_projection() {
         assert!(
-            sorted_positions(&[], &[key("host", asc(false))], None)
+            sorted_positions(&[], &[], &[key("host", asc(false))], None)
                 .unwrap()
                 .is_empty()
         );
@@ -454,7 +477,7 @@ mod tests {
             (Some("z"), Some(1), None),
             (Some("y"), Some(2), Some(1.0)),
         ])];
-        let positions = sorted_positions(&b, &[key("host", asc(false))], None).unwrap();
+        let positions = sorted_positions(&b, &[], &[key("host", asc(false))], None).unwrap();
         assert_eq!(positions, [(0, 1), (0, 0)]);
         let only_v = Arc::new(Schema::new(vec![Field::new("v", DataType::Float64, true)]));
         let got = gather(&b, &[2], &positions, only_v).unwrap();
@@ -464,6 +487,34 @@ mod tests {
             .downcast_ref::<Float64Array>()
             .unwrap();
         assert_eq!(v.iter().collect::<Vec<_>>(), [Some(1.0), None]);
+    }
+
+    #[test]
+    fn masked_rows_are_left_out() {
+        let r = |h, t| (Some(h), Some(t), None);
+        let batches = vec![
+            batch(&[r("c", 1), r("c", 2), r("a", 1), r("a", 2), r("a", 3)]),
+            batch(&[r("b", 1), r("b", 2)]),
+            batch(&[r("d", 1)]),
+        ];
+        let m0 = BooleanArray::from(vec![Some(true), Some(false), None, Some(true), Some(true)]);
+        let m2 = BooleanArray::from(vec![false]);
+        let masks = [Some(&m0), None, Some(&m2)];
+        let filtered: Vec<RecordBatch> = batches
+            .iter()
+            .zip(&masks)
+            .map(|(b, m)| m.map_or(b.clone(), |m| filter_record_batch(b, m).unwrap()))
+            .collect();
+        let keys = [key("host", asc(false)), key("t", asc(false))];
+        for limit in [None, Some(2), Some(4), Some(10)] {
+            let positions = sorted_positions(&batches, &masks, &keys, limit).unwrap();
+            let got = gather(&batches, &[0, 1, 2], &positions, schema()).unwrap();
+            assert_eq!(got, reference(&filtered, &keys, limit), "limit {limit:?}");
+        }
+        // Every row masked out: nothing.
+        let none = BooleanArray::from(vec![false; 5]);
+        let p = sorted_positions(&batches[..1], &[Some(&none)], &keys, None).unwrap();
+        assert!(p.is_empty());
     }
 
     #[test]
@@ -499,7 +550,7 @@ mod tests {
     #[test]
     fn an_unknown_key_column_is_an_error() {
         let b = [batch(&[(Some("z"), Some(1), None)])];
-        assert!(sorted_positions(&b, &[key("nope", asc(false))], None).is_err());
+        assert!(sorted_positions(&b, &[], &[key("nope", asc(false))], None).is_err());
     }
 
     fn key(column: &'static str, options: SortOptions) -> SortKey<'static> {
