@@ -1,6 +1,7 @@
 //! Sorting the rows of several batches without concatenating them first: the order is
-//! computed over the batches where they are, as `(batch, row)` positions, and the output is
-//! gathered once with `interleave`.
+//! computed over the batches where they are, as `(batch, row)` positions of the rows their
+//! masks keep, and the output is gathered once (block by block, or row by row with
+//! `interleave`).
 //!
 //! Keys are Arrow's row format (`RowConverter`): each row's sort key becomes one byte string
 //! that compares with `memcmp` in the order DataFusion sorts (NULLs first or last, floats by
@@ -10,8 +11,8 @@
 //! falls), ordered by their first key and, if they do not overlap, concatenated. Otherwise the
 //! rows are sorted with Rust's stable, run-adaptive sort.
 //!
-//! Invariant: the positions are exactly those of a stable sort of the concatenated batches,
-//! cut to the limit; rows with equal keys keep their input order.
+//! Invariant: the positions are exactly those of a stable sort of the kept rows of the
+//! concatenated batches, cut to the limit; rows with equal keys keep their input order.
 
 use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, new_empty_array};
 use arrow::compute::{SortOptions, concat, interleave, partition};
