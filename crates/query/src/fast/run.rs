@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use arrow::array::RecordBatch;
-use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool};
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool, MemoryReservation};
+use tempora_model::TableSchema;
 use tempora_storage::{Engine, ScanRequest, StorageError};
 
 use super::FastQuery;
@@ -42,6 +43,23 @@ pub fn run_fast_query(
     }
 }
 
+/// The query's (empty) share of the memory pool.
+fn reserve(pool: &Arc<dyn MemoryPool>) -> MemoryReservation {
+    MemoryConsumer::new("tempora fast path").register(pool)
+}
+
+/// The memory reservation and the table's schema every read starts with.
+fn start(
+    engine: &Engine,
+    table: &str,
+    pool: &Arc<dyn MemoryPool>,
+) -> Result<(MemoryReservation, Arc<TableSchema>)> {
+    let schema = engine
+        .schema(table)
+        .ok_or_else(|| StorageError::TableNotFound(table.to_string()))?;
+    Ok((reserve(pool), schema))
+}
+
 /// Runs a latest-value query from the last-value cache, on the calling (blocking) thread.
 pub fn run_latest(
     engine: &Engine,
@@ -49,10 +67,7 @@ pub fn run_latest(
     q: &LatestQuery,
     pool: &Arc<dyn MemoryPool>,
 ) -> Result<RecordBatch> {
-    let reservation = MemoryConsumer::new("tempora fast path").register(pool);
-    let schema = engine
-        .schema(table)
-        .ok_or_else(|| StorageError::TableNotFound(table.to_string()))?;
+    let (reservation, schema) = start(engine, table, pool)?;
     let latest = engine.latest(table, &q.matcher, Some(&q.fields(&schema)))?;
     reservation.try_resize(latest.get_array_memory_size())?;
     Ok(q.finish(&latest)?)
@@ -67,10 +82,7 @@ pub fn run_rows(
     pool: &Arc<dyn MemoryPool>,
     cancel: &AtomicBool,
 ) -> Result<Option<RecordBatch>> {
-    let reservation = MemoryConsumer::new("tempora fast path").register(pool);
-    let schema = engine
-        .schema(table)
-        .ok_or_else(|| StorageError::TableNotFound(table.to_string()))?;
+    let (reservation, schema) = start(engine, table, pool)?;
     let (tags, fields) = q.reads(&schema);
     let typed: Vec<(String, tempora_model::FieldType)> = schema
         .fields()
@@ -143,7 +155,7 @@ pub fn run_blocking(
     pool: &Arc<dyn MemoryPool>,
     cancel: &AtomicBool,
 ) -> Result<Option<RecordBatch>> {
-    let mut reservation = MemoryConsumer::new("tempora fast path").register(pool);
+    let mut reservation = reserve(pool);
     let all = windows(q);
     for (i, &w) in all.iter().enumerate() {
         let Some(fold) = fold_window(engine, table, q, w, &mut reservation, cancel)? else {
@@ -162,7 +174,7 @@ fn fold_window(
     table: &str,
     q: &BucketQuery,
     (start, end): (i64, i64),
-    reservation: &mut datafusion::execution::memory_pool::MemoryReservation,
+    reservation: &mut MemoryReservation,
     cancel: &AtomicBool,
 ) -> Result<Option<Fold>> {
     let mut fold = Fold::new(q);

@@ -50,31 +50,10 @@ pub fn sorted_positions(
                 .map(move |r| (b, r))
         })
         .collect();
-    let Some(first) = batches.first() else {
+    if batches.is_empty() {
         return Ok(all);
-    };
-    let fields = keys
-        .iter()
-        .map(|k| {
-            let ty = first
-                .schema()
-                .field_with_name(k.column)?
-                .data_type()
-                .clone();
-            Ok(SortField::new_with_options(ty, k.options))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let converter = RowConverter::new(fields)?;
-    let rows = batches
-        .iter()
-        .map(|b| {
-            let cols = keys
-                .iter()
-                .map(|k| Ok(b.column(b.schema().index_of(k.column)?).clone()))
-                .collect::<Result<Vec<ArrayRef>>>()?;
-            converter.convert_columns(&cols)
-        })
-        .collect::<Result<Vec<Rows>>>()?;
+    }
+    let rows = key_rows(batches, keys)?;
     let key = |&(b, r): &(usize, usize)| rows[b].row(r);
     match limit {
         Some(l) if l < all.len() => {
@@ -98,6 +77,37 @@ pub fn sorted_positions(
     Ok(all)
 }
 
+/// Each batch's sort keys in Arrow's row format, from one converter (so rows of different
+/// batches compare).
+fn key_rows(batches: &[RecordBatch], keys: &[SortKey]) -> Result<Vec<Rows>> {
+    let Some(first) = batches.first() else {
+        return Ok(Vec::new());
+    };
+    let fields = keys
+        .iter()
+        .map(|k| {
+            let ty = first
+                .schema()
+                .field_with_name(k.column)?
+                .data_type()
+                .clone();
+            Ok(SortField::new_with_options(ty, k.options))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let converter = RowConverter::new(fields)?;
+    batches
+        .iter()
+        .map(|b| converter.convert_columns(&key_columns(b, keys)?))
+        .collect()
+}
+
+/// The columns of `b` that `keys` name, in key order.
+fn key_columns(b: &RecordBatch, keys: &[SortKey]) -> Result<Vec<ArrayRef>> {
+    keys.iter()
+        .map(|k| Ok(b.column(b.schema().index_of(k.column)?).clone()))
+        .collect()
+}
+
 /// For each of `positions` (in batch and row order), a number that changes exactly where a
 /// new batch begins or the values of every key but the last change: a series' rows under
 /// `ORDER BY tag, time` share one.
@@ -114,11 +124,11 @@ fn group_ids(
             if prefix.is_empty() || b.num_rows() == 0 {
                 return Ok(vec![0]);
             }
-            let cols = prefix
+            Ok(partition(&key_columns(b, prefix)?)?
+                .ranges()
                 .iter()
-                .map(|k| Ok(b.column(b.schema().index_of(k.column)?).clone()))
-                .collect::<Result<Vec<ArrayRef>>>()?;
-            Ok(partition(&cols)?.ranges().iter().map(|r| r.start).collect())
+                .map(|r| r.start)
+                .collect())
         })
         .collect::<Result<Vec<Vec<usize>>>>()?;
     let mut base = vec![0; batches.len()];
@@ -431,28 +441,7 @@ mod tests {
             let by_blocks = gather_blocks(&batches, &[0, 1, 2], &blocks(&positions), schema());
             assert_eq!(by_blocks.unwrap(), got, "{name}");
             // Whether the runs path took it.
-            let fields = keys
-                .iter()
-                .map(|k| {
-                    let ty = schema()
-                        .field_with_name(k.column)
-                        .unwrap()
-                        .data_type()
-                        .clone();
-                    SortField::new_with_options(ty, k.options)
-                })
-                .collect();
-            let converter = RowConverter::new(fields).unwrap();
-            let rows: Vec<Rows> = batches
-                .iter()
-                .map(|b| {
-                    let cols: Vec<ArrayRef> = keys
-                        .iter()
-                        .map(|k| b.column(b.schema().index_of(k.column).unwrap()).clone())
-                        .collect();
-                    converter.convert_columns(&cols).unwrap()
-                })
-                .collect();
+            let rows = key_rows(&batches, &keys).unwrap();
             let all: Vec<(usize, usize)> = batches
                 .iter()
                 .enumerate()
