@@ -76,6 +76,7 @@ fn columns() -> Vec<(&'static str, ArrayRef)> {
         Some(i64::MAX),
         None,
     ];
+    let days: Vec<Option<i64>> = (-30..30).map(|i| Some(i * 7_654_321_987)).collect();
     vec![
         (
             "int16",
@@ -167,6 +168,9 @@ fn columns() -> Vec<(&'static str, ArrayRef)> {
             ),
         ),
         ("ts_s_utc", ts("s", Some("UTC"), wide.clone())),
+        // Steps of about 2 h 7 min from 2.6 days before the epoch to 2.6 days after: rows of
+        // one day share its date text, and the date changes at each midnight either side.
+        ("ts_us_days", ts("us", None, days)),
         ("ts_s_naive", ts("s", None, wide)),
         (
             "int8",
@@ -250,7 +254,7 @@ fn every_column_is_encoded_as_arrow_pg_encodes_it() {
             }
         }
     }
-    assert_eq!(checked, 24 * 2 * 6);
+    assert_eq!(checked, 25 * 2 * 6);
 }
 
 #[test]
@@ -294,4 +298,72 @@ fn a_batch_is_one_row_per_data_row_with_every_column() {
         rows[1].data.to_vec(),
         [(-1i32).to_be_bytes(), (-1i32).to_be_bytes()].concat()
     );
+}
+
+/// Every row of `response`'s stream, or the first error's message.
+async fn drain(mut response: QueryResponse) -> Result<Vec<(i16, Vec<u8>)>, String> {
+    let mut rows = Vec::new();
+    while let Some(row) = response.data_rows().next().await {
+        let row = row.map_err(|e| e.to_string())?;
+        rows.push((row.field_count, row.data.to_vec()));
+    }
+    Ok(rows)
+}
+
+#[tokio::test]
+async fn a_response_is_its_batches_rows_in_order_whatever_their_sizes() {
+    let n = 2 * ENCODE_CHUNK_ROWS + 3;
+    let hosts: ArrayRef = Arc::new(StringArray::from_iter(
+        (0..n).map(|i| (i % 7 != 0).then(|| format!("host_{i}"))),
+    ));
+    let values: ArrayRef = Arc::new(Int64Array::from_iter_values((0..n as i64).map(|i| i * 31)));
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("host", DataType::Utf8, true),
+        Field::new("v", DataType::Int64, false),
+    ]));
+    let big = RecordBatch::try_new(schema.clone(), vec![hosts, values]).unwrap();
+    let fields = Arc::new(arrow_schema_to_pg_fields(&schema, &Format::UnifiedText, None).unwrap());
+    let whole = |b: &RecordBatch| -> Vec<(i16, Vec<u8>)> {
+        encode_batch(&fields, b)
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.field_count, r.data.to_vec()))
+            .collect()
+    };
+    // Batch sizes: inline, on the blocking pool in one slice, in three slices (the last short),
+    // empty, and a slice that does not start at row 0.
+    let cases: Vec<(&str, Vec<RecordBatch>)> = vec![
+        ("one small batch", vec![big.slice(5, 10)]),
+        (
+            "one batch past the inline limit",
+            vec![big.slice(0, INLINE_ROWS_MAX + 1)],
+        ),
+        ("one batch of three slices", vec![big.clone()]),
+        (
+            "an empty batch between two",
+            vec![
+                big.slice(1, 3),
+                big.slice(0, 0),
+                big.slice(7, ENCODE_CHUNK_ROWS + 1),
+            ],
+        ),
+    ];
+    for (name, batches) in cases {
+        let want: Vec<_> = batches.iter().flat_map(&whole).collect();
+        let stream = futures::stream::iter(batches.into_iter().map(Ok));
+        let got = drain(query_response(fields.clone(), stream)).await;
+        assert_eq!(got.as_ref().map(Vec::len), Ok(want.len()), "{name}");
+        assert!(got.unwrap() == want, "{name}");
+    }
+    // An error after a batch: its rows come first, then the error.
+    let stream = futures::stream::iter(vec![
+        Ok(big.slice(0, ENCODE_CHUNK_ROWS + 1)),
+        Err(PgWireError::ApiError("the scan failed".into())),
+    ]);
+    let mut response = query_response(fields.clone(), stream);
+    for _ in 0..=ENCODE_CHUNK_ROWS {
+        assert!(response.data_rows().next().await.unwrap().is_ok());
+    }
+    let err = response.data_rows().next().await.unwrap().unwrap_err();
+    assert!(err.to_string().contains("the scan failed"), "{err}");
 }
