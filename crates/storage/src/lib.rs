@@ -51,5 +51,7 @@ pub use engine::{DirWals, Engine, EngineIo, MemWals, WalFactory, WriteOutcome};
 pub use error::{Result, StorageError};
 pub use field_bound::{BoundOp, FieldBound};
 pub use options::EngineOptions;
-pub use scan::{RegionScan, ScanPlan, ScanRequest, ScanStats, output_schema};
+pub use scan::{
+    RegionScan, ScanPlan, ScanRequest, ScanStats, TagForm, output_schema, output_schema_as,
+};
 pub use tempora_index::Matcher;

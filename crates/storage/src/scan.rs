@@ -7,12 +7,14 @@
 //!
 //! Output columns: the requested tags (by default every tag of the table; `Utf8`, null where
 //! a series lacks it), `time` (timestamp ns UTC), then the requested fields. Rows come sorted by series key then time
-//! within each region's batch.
+//! within each region's batch. [`ScanPlan::read_as`] with [`TagForm::Dictionary`] gives the tags
+//! as dictionaries instead (one value per series, keys shared by every tag column), for callers
+//! that sort or copy rows before they expand the tags once.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use arrow::array::{ArrayRef, AsArray, BooleanArray, RecordBatch, UInt32Array};
+use arrow::array::{ArrayRef, AsArray, BooleanArray, DictionaryArray, RecordBatch, UInt32Array};
 use arrow::compute::{filter_record_batch, take};
 use arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef, TimeUnit, UInt32Type};
 use bytes::Bytes;
@@ -121,6 +123,11 @@ impl ScanPlan {
     /// Reads region `i`: tags, time, then the requested fields, sorted by series then time,
     /// each (series, time) once. `None` when nothing in it matches.
     pub fn read(&self, i: usize) -> Result<Option<RecordBatch>> {
+        self.read_as(i, TagForm::Strings)
+    }
+
+    /// [`ScanPlan::read`] with the tag columns in `form` ([`output_schema_as`]).
+    pub fn read_as(&self, i: usize, form: TagForm) -> Result<Option<RecordBatch>> {
         let (run, bounded) = scan_region_bounded(
             &self.shared,
             &self.regions[i],
@@ -136,7 +143,7 @@ impl ScanPlan {
         if run.num_rows() == 0 {
             return Ok(None);
         }
-        to_output(&run, &self.tags, &self.fields).map(Some)
+        to_output(&run, &self.tags, &self.fields, form).map(Some)
     }
 
     /// Reads region `i` as a run (series keys, ranks, time, seq, then the requested fields),
@@ -148,11 +155,42 @@ impl ScanPlan {
     }
 }
 
+/// How a scan gives its tag columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TagForm {
+    /// `Utf8`, the value written out on every row.
+    Strings,
+    /// `Dictionary(UInt32, Utf8)`: one value per series of the region, the keys (the rows'
+    /// series ranks) shared by every tag column.
+    Dictionary,
+}
+
+impl TagForm {
+    /// The Arrow type of a tag column in this form.
+    pub fn data_type(self) -> DataType {
+        match self {
+            TagForm::Strings => DataType::Utf8,
+            TagForm::Dictionary => {
+                DataType::Dictionary(Box::new(DataType::UInt32), Box::new(DataType::Utf8))
+            }
+        }
+    }
+}
+
 /// Output schema of a scan.
 pub fn output_schema(tags: &[String], fields: &[(String, FieldType)]) -> SchemaRef {
+    output_schema_as(tags, fields, TagForm::Strings)
+}
+
+/// Output schema of a scan whose tags are in `form`.
+pub fn output_schema_as(
+    tags: &[String],
+    fields: &[(String, FieldType)],
+    form: TagForm,
+) -> SchemaRef {
     let mut f: Vec<Field> = tags
         .iter()
-        .map(|t| Field::new(t, DataType::Utf8, true))
+        .map(|t| Field::new(t, form.data_type(), true))
         .collect();
     f.push(Field::new(
         TIME_COLUMN,
@@ -415,13 +453,23 @@ pub(crate) fn to_output(
     run: &SortedRun,
     tags: &[String],
     fields: &[(String, FieldType)],
+    form: TagForm,
 ) -> Result<RecordBatch> {
     let ranks = UInt32Array::from(run.ranks().to_vec());
     let mut cols: Vec<ArrayRef> = Vec::new();
     for values in run.tag_values(tags)? {
-        cols.push(take(&values, &ranks, None)?);
+        cols.push(match form {
+            TagForm::Strings => take(&values, &ranks, None)?,
+            TagForm::Dictionary => Arc::new(DictionaryArray::<UInt32Type>::try_new(
+                ranks.clone(),
+                Arc::new(values),
+            )?),
+        });
     }
     cols.push(Arc::new(run.time_column()));
     cols.extend(run.batch.columns().iter().skip(3).cloned());
-    Ok(RecordBatch::try_new(output_schema(tags, fields), cols)?)
+    Ok(RecordBatch::try_new(
+        output_schema_as(tags, fields, form),
+        cols,
+    )?)
 }

@@ -29,7 +29,7 @@ use tempora_storage::{BoundOp, FieldBound, Matcher};
 use super::recognize::{
     Cx, conditions, ident_name, limit, plain_query, plain_select, single_table,
 };
-use super::sorted::{SortKey, gather, sorted_positions};
+use super::sorted::{SortKey, conform, gather, sorted_positions};
 
 /// A numeric literal as DataFusion types it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -174,7 +174,14 @@ impl RowsQuery {
                 Some(l) if l < all.num_rows() => all.slice(0, l),
                 _ => all,
             };
-            return RecordBatch::try_new(self.schema(), all.columns().to_vec());
+            let plain = self.schema();
+            let cols = all
+                .columns()
+                .iter()
+                .zip(plain.fields())
+                .map(|(c, f)| conform(c.clone(), f.data_type()))
+                .collect::<arrow::error::Result<Vec<_>>>()?;
+            return RecordBatch::try_new(plain, cols);
         }
         let keys: Vec<SortKey> = self
             .order

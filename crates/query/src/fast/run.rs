@@ -13,13 +13,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use arrow::array::RecordBatch;
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool, MemoryReservation};
 use tempora_model::TableSchema;
-use tempora_storage::{Engine, ScanRequest, StorageError};
+use tempora_storage::{Engine, ScanRequest, StorageError, TagForm};
 
 use super::FastQuery;
 use super::aggregate::Fold;
 use super::latest::LatestQuery;
 use super::recognize::BucketQuery;
 use super::rows::RowsQuery;
+use super::sorted::expanded_size;
 use crate::error::Result;
 use crate::functions::date_trunc::truncate;
 
@@ -97,14 +98,15 @@ pub fn run_rows(
         tags: Some(tags.clone()),
         field_bounds: q.bounds(),
     };
-    let read_schema = tempora_storage::output_schema(&tags, &typed);
+    // Tags as dictionaries: sorted and gathered by key, written out once (fast::sorted).
+    let read_schema = tempora_storage::output_schema_as(&tags, &typed, TagForm::Dictionary);
     let plan = engine.plan_scan(table, &req)?;
     let mut kept = Vec::new();
     for region in 0..plan.regions() {
         if cancel.load(Ordering::Relaxed) {
             return Ok(None);
         }
-        let Some(b) = plan.read(region)? else {
+        let Some(b) = plan.read_as(region, TagForm::Dictionary)? else {
             continue;
         };
         reservation.try_grow(b.get_array_memory_size())?;
@@ -115,9 +117,10 @@ pub fn run_rows(
             reservation.shrink(b.get_array_memory_size());
         }
     }
-    // The sort keys (row format) and the gathered output are at most two more copies.
-    let kept_bytes: usize = kept.iter().map(|(b, _)| b.get_array_memory_size()).sum();
-    reservation.try_grow(kept_bytes.saturating_mul(2))?;
+    // The sort keys (row format) and the gathered output, tags written out, are at most two
+    // more copies.
+    let expanded: usize = kept.iter().map(|(b, _)| expanded_size(b)).sum();
+    reservation.try_grow(expanded.saturating_mul(2))?;
     Ok(Some(q.finish(&kept, &read_schema)?))
 }
 

@@ -11,13 +11,23 @@
 //! falls), ordered by their first key and, if they do not overlap, concatenated. Otherwise the
 //! rows are sorted with Rust's stable, run-adaptive sort.
 //!
-//! Invariant: the positions are exactly those of a stable sort of the kept rows of the
-//! concatenated batches, cut to the limit; rows with equal keys keep their input order.
+//! Tags may come as dictionaries (`tempora_storage::TagForm::Dictionary`: a value per series,
+//! the rows' keys): they are sorted by value and written out as strings by the gather, so each
+//! output row's strings are copied once.
+//!
+//! Invariants:
+//! - The positions are exactly those of a stable sort of the kept rows of the concatenated
+//!   batches, cut to the limit; rows with equal keys keep their input order.
+//! - The gathered columns have the output schema's types (a dictionary becomes its values).
 
-use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, new_empty_array};
-use arrow::compute::{SortOptions, concat, interleave, partition};
-use arrow::datatypes::SchemaRef;
-use arrow::error::Result;
+use arrow::array::NullBufferBuilder;
+use arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, DictionaryArray, RecordBatch, UInt32Array,
+    new_empty_array,
+};
+use arrow::compute::{SortOptions, cast, concat, interleave, partition, take};
+use arrow::datatypes::{DataType, SchemaRef, UInt32Type};
+use arrow::error::{ArrowError, Result};
 use arrow::row::{RowConverter, Rows, SortField};
 
 /// One sort key: a column of every batch, and its direction.
@@ -221,14 +231,18 @@ fn gather_blocks(
         .iter()
         .enumerate()
         .map(|(i, &c)| {
+            let ty = schema.field(i).data_type();
+            if let Some(dicts) = dictionaries(batches, c) {
+                return conform(expand_blocks(&dicts, blocks)?, ty);
+            }
             let parts: Vec<ArrayRef> = blocks
                 .iter()
                 .map(|&(b, start, len)| batches[b].column(c).slice(start, len))
                 .collect();
             let parts: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
             match parts.as_slice() {
-                [] => Ok(new_empty_array(schema.field(i).data_type())),
-                _ => concat(&parts),
+                [] => Ok(new_empty_array(ty)),
+                _ => conform(concat(&parts)?, ty),
             }
         })
         .collect::<Result<Vec<ArrayRef>>>()?;
@@ -243,12 +257,88 @@ fn gather_rows(
 ) -> Result<RecordBatch> {
     let cols = columns
         .iter()
-        .map(|&c| {
+        .enumerate()
+        .map(|(i, &c)| {
             let arrays: Vec<&dyn Array> = batches.iter().map(|b| b.column(c).as_ref()).collect();
-            interleave(&arrays, positions)
+            conform(interleave(&arrays, positions)?, schema.field(i).data_type())
         })
         .collect::<Result<Vec<ArrayRef>>>()?;
     RecordBatch::try_new(schema, cols)
+}
+
+/// `a` as type `ty` (a dictionary as its values); `a` itself when it has that type.
+pub fn conform(a: ArrayRef, ty: &DataType) -> Result<ArrayRef> {
+    if a.data_type() == ty {
+        return Ok(a);
+    }
+    cast(&a, ty)
+}
+
+/// Column `c` of every batch as a dictionary with `UInt32` keys, or `None` if one is not.
+fn dictionaries(batches: &[RecordBatch], c: usize) -> Option<Vec<&DictionaryArray<UInt32Type>>> {
+    batches
+        .iter()
+        .map(|b| b.column(c).as_dictionary_opt::<UInt32Type>())
+        .collect::<Option<Vec<_>>>()
+        .filter(|d| !d.is_empty())
+}
+
+/// The rows of `blocks` of dictionary columns as their values: every batch's values
+/// concatenated once (a value per series, few), then one `take` of them by the blocks' keys,
+/// so each row's value is copied once.
+fn expand_blocks(
+    dicts: &[&DictionaryArray<UInt32Type>],
+    blocks: &[(usize, usize, usize)],
+) -> Result<ArrayRef> {
+    let mut base = Vec::with_capacity(dicts.len());
+    let mut at = 0u32;
+    for d in dicts {
+        base.push(at);
+        at = u32::try_from(d.values().len())
+            .ok()
+            .and_then(|n| at.checked_add(n))
+            .ok_or_else(|| ArrowError::ComputeError("dictionary values past u32".into()))?;
+    }
+    let values: Vec<&dyn Array> = dicts.iter().map(|d| d.values().as_ref()).collect();
+    let values = concat(&values)?;
+    let rows: usize = blocks.iter().map(|b| b.2).sum();
+    let mut keys: Vec<u32> = Vec::with_capacity(rows);
+    let mut nulls = NullBufferBuilder::new(rows);
+    for &(b, start, len) in blocks {
+        let k = dicts[b].keys();
+        keys.extend(k.values()[start..start + len].iter().map(|v| v + base[b]));
+        match k.nulls() {
+            Some(n) => (start..start + len).for_each(|r| nulls.append(n.is_valid(r))),
+            None => nulls.append_n_non_nulls(len),
+        }
+    }
+    // A NULL key's value (whatever its slot holds) is dropped by `take`: its row is NULL.
+    take(
+        &values,
+        &UInt32Array::new(keys.into(), nulls.finish()),
+        None,
+    )
+}
+
+/// The bytes `batch` takes once its dictionary columns are written out: at most a 4-byte
+/// offset and the longest value per row for each of those, the memory size of the others.
+pub fn expanded_size(batch: &RecordBatch) -> usize {
+    batch
+        .columns()
+        .iter()
+        .map(|c| {
+            let Some(d) = c.as_dictionary_opt::<UInt32Type>() else {
+                return c.get_array_memory_size();
+            };
+            match d.values().as_string_opt::<i32>() {
+                Some(v) => {
+                    let longest = v.offsets().lengths().max().unwrap_or(0);
+                    d.len().saturating_mul(4 + longest) + v.get_array_memory_size()
+                }
+                None => c.get_array_memory_size(),
+            }
+        })
+        .sum()
 }
 
 #[cfg(test)]
@@ -454,6 +544,126 @@ mod tests {
                 assert_eq!(runs, positions, "{name}");
             }
         }
+    }
+
+    /// `b` with its host column as a dictionary with `UInt32` keys, as a scan gives tags:
+    /// values in another order than the rows, one unused, and a missing host as a NULL key
+    /// (`null_keys`) or as a key to a NULL value.
+    fn dictionary_hosts(b: &RecordBatch, null_keys: bool) -> RecordBatch {
+        let hosts = b.column(0).as_string::<i32>();
+        let mut values: Vec<Option<&str>> = vec![Some("unused"), None];
+        for h in hosts.iter().flatten() {
+            if !values.contains(&Some(h)) {
+                values.insert(1, Some(h));
+            }
+        }
+        let null_at = values.iter().position(Option::is_none).unwrap() as u32;
+        let keys: UInt32Array = hosts
+            .iter()
+            .map(|h| match h {
+                Some(h) => Some(values.iter().position(|v| *v == Some(h)).unwrap() as u32),
+                None => (!null_keys).then_some(null_at),
+            })
+            .collect();
+        let dict =
+            DictionaryArray::<UInt32Type>::try_new(keys, Arc::new(StringArray::from(values)))
+                .unwrap();
+        let ty = dict.data_type().clone();
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("host", ty, true),
+            Field::new("t", DataType::Int64, true),
+            Field::new("v", DataType::Float64, true),
+        ]));
+        let mut cols = b.columns().to_vec();
+        cols[0] = Arc::new(dict);
+        RecordBatch::try_new(schema, cols).unwrap()
+    }
+
+    /// Hosts as dictionaries sort by their values and are gathered as strings (by block and
+    /// row by row), exactly as the same rows with the hosts written out.
+    #[test]
+    fn dictionary_tags_sort_and_gather_as_their_strings() {
+        let r = |h, t| (h, Some(t), Some(t as f64));
+        let plain = vec![
+            batch(&[
+                r(Some("c"), 1),
+                r(Some("c"), 2),
+                r(None, 1),
+                r(Some("a"), 1),
+            ]),
+            batch(&[]),
+            batch(&[
+                r(Some("b"), 1),
+                r(Some("a"), 5),
+                r(Some("é"), 0),
+                r(None, 2),
+            ]),
+            batch(&[r(Some("a"), 3), r(Some("a"), 4)]),
+        ];
+        let m0 = BooleanArray::from(vec![Some(true), None, Some(true), Some(true)]);
+        let mask_sets: [&[Option<&BooleanArray>]; 2] = [&[], &[Some(&m0)]];
+        let key_sets = [
+            vec![key("host", asc(false)), key("t", asc(false))],
+            vec![key("host", desc(true)), key("t", asc(false))],
+            vec![key("t", asc(false)), key("host", asc(true))],
+        ];
+        for null_keys in [true, false] {
+            let dict: Vec<RecordBatch> = plain
+                .iter()
+                .map(|b| dictionary_hosts(b, null_keys))
+                .collect();
+            for keys in &key_sets {
+                for masks in mask_sets {
+                    for limit in [None, Some(3)] {
+                        let name = format!(
+                            "null keys {null_keys}, keys {:?}, {} masks, limit {limit:?}",
+                            keys.iter().map(|k| k.column).collect::<Vec<_>>(),
+                            masks.len()
+                        );
+                        let want_pos = sorted_positions(&plain, masks, keys, limit).unwrap();
+                        let pos = sorted_positions(&dict, masks, keys, limit).unwrap();
+                        assert_eq!(pos, want_pos, "{name}");
+                        let want = gather_rows(&plain, &[0, 1, 2], &pos, schema()).unwrap();
+                        let by_rows = gather_rows(&dict, &[0, 1, 2], &pos, schema()).unwrap();
+                        assert_eq!(by_rows, want, "{name}, row by row");
+                        let blocks = blocks(&pos);
+                        let by_blocks = gather_blocks(&dict, &[0, 1, 2], &blocks, schema());
+                        assert_eq!(by_blocks.unwrap(), want, "{name}, by block");
+                    }
+                }
+            }
+        }
+        // No rows: an empty batch of the plain schema.
+        let dict = [dictionary_hosts(&plain[1], true)];
+        let got = gather(&dict, &[0, 1, 2], &[], schema()).unwrap();
+        assert_eq!(got, batch(&[]));
+    }
+
+    #[test]
+    fn expanded_size_bounds_the_written_out_tags() {
+        let hosts: Vec<String> = (0..1000).map(|i| "h".repeat(1 + i % 37)).collect();
+        let rows: Vec<Row> = (0..1000).map(|i| (None, Some(i as i64), None)).collect();
+        let mut b = batch(&rows);
+        let strings: ArrayRef = Arc::new(StringArray::from_iter_values(&hosts));
+        b = RecordBatch::try_new(
+            schema(),
+            vec![strings.clone(), b.column(1).clone(), b.column(2).clone()],
+        )
+        .unwrap();
+        let dict = dictionary_hosts(&b, true);
+        let written = strings.as_string::<i32>();
+        let string_bytes = written.value_data().len() + 4 * (written.len() + 1);
+        let others = b.column(1).get_array_memory_size() + b.column(2).get_array_memory_size();
+        let size = expanded_size(&dict);
+        assert!(
+            size >= string_bytes + others,
+            "{size} < {string_bytes} + {others}"
+        );
+        assert!(
+            size <= 2 * (string_bytes + others) + (64 << 10),
+            "{size}: not a bound"
+        );
+        assert_eq!(expanded_size(&b), b.get_array_memory_size());
     }
 
     #[test]
