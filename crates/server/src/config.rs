@@ -35,6 +35,8 @@ pub struct Config {
     pub series_cache_bytes: usize,
     /// Memory for recently read data files and their footers (bytes; 0 = no cache).
     pub file_cache_bytes: usize,
+    /// Memory for decoded column chunks of data files (bytes; 0 = no cache). Default: a
+    /// quarter of the machine's memory ([`default_decoded_cache_bytes`]).
     pub decoded_cache_bytes: usize,
     /// Memory all queries may hold together (bytes).
     pub query_memory_bytes: usize,
@@ -66,7 +68,7 @@ impl Default for Config {
             workers: 0,
             series_cache_bytes: 1 << 30,
             file_cache_bytes: 256 << 20,
-            decoded_cache_bytes: 256 << 20,
+            decoded_cache_bytes: default_decoded_cache_bytes(),
             query_memory_bytes: 2 << 30,
             query_memory_limit_bytes: 1 << 30,
             query_timeout_secs: 300,
@@ -74,6 +76,44 @@ impl Default for Config {
             query_fast_path: true,
             log_format: "text".into(),
         }
+    }
+}
+
+/// The decoded-chunk cache when none is set: a quarter of the memory this process may use (the
+/// machine's `MemTotal`, or the cgroup's `memory.max` when lower), within
+/// [`DECODED_CACHE_MIN`, `DECODED_CACHE_MAX`]; `DECODED_CACHE_MIN` where neither can be read.
+/// At 4,000 TSBS hosts a day decodes to 3.3 GB: with 256 MiB every query decoded its chunks
+/// again (docs/benchmarks.md, session 12).
+pub fn default_decoded_cache_bytes() -> usize {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok();
+    let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max").ok();
+    decoded_cache_for(memory_limit(meminfo.as_deref(), cgroup.as_deref()))
+}
+
+pub const DECODED_CACHE_MIN: usize = 256 << 20;
+pub const DECODED_CACHE_MAX: usize = 16 << 30;
+
+/// A quarter of `memory`, within the bounds.
+fn decoded_cache_for(memory: Option<usize>) -> usize {
+    memory.map_or(DECODED_CACHE_MIN, |m| {
+        (m / 4).clamp(DECODED_CACHE_MIN, DECODED_CACHE_MAX)
+    })
+}
+
+/// The lower of `MemTotal` (`/proc/meminfo`, in kB) and a cgroup v2 `memory.max` (bytes, or
+/// `max` for none); `None` when neither is readable.
+fn memory_limit(meminfo: Option<&str>, cgroup_max: Option<&str>) -> Option<usize> {
+    let total = meminfo.and_then(|m| {
+        m.lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.trim().strip_suffix("kB"))
+            .and_then(|kb| kb.trim().parse::<usize>().ok())
+            .map(|kb| kb.saturating_mul(1024))
+    });
+    let cgroup = cgroup_max.and_then(|c| c.trim().parse::<usize>().ok());
+    match (total, cgroup) {
+        (Some(t), Some(c)) => Some(t.min(c)),
+        (t, c) => t.or(c),
     }
 }
 
@@ -303,6 +343,54 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("bad.toml") && err.contains("colour"), "{err}");
+    }
+
+    #[test]
+    fn the_decoded_cache_defaults_to_a_quarter_of_memory() {
+        const GIB: usize = 1 << 30;
+        let meminfo = "MemTotal:       25165824 kB\nMemFree:         1000 kB\n";
+        let cases: &[(&str, Option<&str>, Option<&str>, usize)] = &[
+            ("24 GiB machine, no cgroup", Some(meminfo), None, 6 * GIB),
+            (
+                "cgroup without a limit",
+                Some(meminfo),
+                Some("max\n"),
+                6 * GIB,
+            ),
+            (
+                "cgroup limit of 4 GiB",
+                Some(meminfo),
+                Some("4294967296\n"),
+                GIB,
+            ),
+            (
+                "cgroup above the machine",
+                Some(meminfo),
+                Some("99999999999999\n"),
+                6 * GIB,
+            ),
+            ("only a cgroup", None, Some("2147483648"), 512 << 20),
+            (
+                "small machine: the floor",
+                Some("MemTotal: 524288 kB\n"),
+                None,
+                256 << 20,
+            ),
+            (
+                "huge machine: the cap",
+                Some("MemTotal: 1073741824 kB\n"),
+                None,
+                16 * GIB,
+            ),
+            ("no MemTotal line", Some("MemFree: 1 kB\n"), None, 256 << 20),
+            ("garbage", Some("MemTotal: lots kB\n"), Some("x"), 256 << 20),
+            ("nothing readable", None, None, 256 << 20),
+        ];
+        for (name, m, c, want) in cases {
+            assert_eq!(decoded_cache_for(memory_limit(*m, *c)), *want, "{name}");
+        }
+        let d = Config::default().decoded_cache_bytes;
+        assert!((DECODED_CACHE_MIN..=DECODED_CACHE_MAX).contains(&d), "{d}");
     }
 
     #[test]
