@@ -20,10 +20,9 @@
 //!   batches, cut to the limit; rows with equal keys keep their input order.
 //! - The gathered columns have the output schema's types (a dictionary becomes its values).
 
-use arrow::array::NullBufferBuilder;
 use arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, DictionaryArray, RecordBatch, UInt32Array,
-    new_empty_array,
+    Array, ArrayRef, AsArray, BooleanArray, DictionaryArray, NullBufferBuilder, RecordBatch,
+    UInt32Array, new_empty_array,
 };
 use arrow::compute::{SortOptions, cast, concat, interleave, partition, take};
 use arrow::datatypes::{DataType, SchemaRef, UInt32Type};
@@ -306,7 +305,12 @@ fn expand_blocks(
     let mut nulls = NullBufferBuilder::new(rows);
     for &(b, start, len) in blocks {
         let k = dicts[b].keys();
-        keys.extend(k.values()[start..start + len].iter().map(|v| v + base[b]));
+        // Wrapping: a NULL key's slot may hold anything, and `take` never reads it.
+        keys.extend(
+            k.values()[start..start + len]
+                .iter()
+                .map(|v| v.wrapping_add(base[b])),
+        );
         match k.nulls() {
             Some(n) => (start..start + len).for_each(|r| nulls.append(n.is_valid(r))),
             None => nulls.append_n_non_nulls(len),
@@ -637,6 +641,35 @@ mod tests {
         let dict = [dictionary_hosts(&plain[1], true)];
         let got = gather(&dict, &[0, 1, 2], &[], schema()).unwrap();
         assert_eq!(got, batch(&[]));
+    }
+
+    /// A NULL key whose slot holds `u32::MAX`, in a batch whose values are offset by the one
+    /// before: the row is NULL, and nothing overflows.
+    #[test]
+    fn a_null_key_is_a_null_row_whatever_its_slot_holds() {
+        let dict = |keys: Vec<u32>, valid: Vec<bool>, values: Vec<&str>| -> RecordBatch {
+            let keys = UInt32Array::new(keys.into(), Some(valid.into()));
+            let d =
+                DictionaryArray::<UInt32Type>::try_new(keys, Arc::new(StringArray::from(values)))
+                    .unwrap();
+            let schema = Arc::new(Schema::new(vec![Field::new(
+                "host",
+                d.data_type().clone(),
+                true,
+            )]));
+            RecordBatch::try_new(schema, vec![Arc::new(d)]).unwrap()
+        };
+        let batches = [
+            dict(vec![0, 1], vec![true, true], vec!["a", "b"]),
+            dict(vec![0, u32::MAX], vec![true, false], vec!["c"]),
+        ];
+        let plain = Arc::new(Schema::new(vec![Field::new("host", DataType::Utf8, true)]));
+        let got = gather_blocks(&batches, &[0], &[(0, 0, 2), (1, 0, 2)], plain).unwrap();
+        let hosts = got.column(0).as_string::<i32>();
+        assert_eq!(
+            hosts.iter().collect::<Vec<_>>(),
+            [Some("a"), Some("b"), Some("c"), None]
+        );
     }
 
     #[test]
