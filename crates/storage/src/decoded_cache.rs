@@ -13,6 +13,8 @@
 //! - The LRU lock is never held while decoding; two readers missing the same chunk both decode
 //!   it, and the second insert replaces the first (same values).
 //! - A chunk heavier than the whole budget is decoded and used but not kept; 0 keeps nothing.
+//! - A derived entry (`Derived`) is a pure function of its row group's columns, so it is as
+//!   immutable as they are.
 
 use std::sync::Arc;
 
@@ -27,8 +29,25 @@ use crate::error::{Result, StorageError};
 use crate::metrics::Counter;
 use crate::sst_cache::CachedSst;
 
-/// (file path, row group, root column index in the file).
-type Key = (Arc<str>, usize, usize);
+/// (file path, row group, what of it).
+type Key = (Arc<str>, usize, Slot);
+
+/// What an entry holds of a row group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Slot {
+    /// A root column, by its index in the file's schema.
+    Column(usize),
+    /// Something computed from the row group's columns.
+    Derived(Derived),
+}
+
+/// Arrays computed once from a row group's decoded columns and kept with them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Derived {
+    /// Where each series' run of the key column begins, then the row count (`UInt32`):
+    /// `row_select::run_starts`.
+    KeyRunStarts,
+}
 
 /// LRU of decoded column chunks.
 pub struct DecodedCache {
@@ -65,7 +84,7 @@ impl DecodedCache {
             let mut lru = self.lru.lock();
             columns
                 .iter()
-                .map(|&c| lru.get(&(path.clone(), rg, c)).cloned())
+                .map(|&c| lru.get(&(path.clone(), rg, Slot::Column(c))).cloned())
                 .collect()
         };
         let missing: Vec<usize> = columns
@@ -85,7 +104,7 @@ impl DecodedCache {
                 for (slot, &c) in got.iter_mut().zip(columns) {
                     if slot.is_none() {
                         let a = fresh.next().expect("one array per missing column");
-                        left.extend(lru.insert((path.clone(), rg, c), a.clone()));
+                        left.extend(lru.insert((path.clone(), rg, Slot::Column(c)), a.clone()));
                         *slot = Some(a);
                     }
                 }
@@ -97,6 +116,25 @@ impl DecodedCache {
         let fields: Vec<_> = columns.iter().map(|&c| schema.field(c).clone()).collect();
         let arrays: Vec<ArrayRef> = got.into_iter().map(|a| a.expect("filled")).collect();
         Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?)
+    }
+
+    /// The `what` of row group `rg` of `path`: from the cache, else made by `make` and kept
+    /// (when it makes one). Derived arrays share the budget and the LRU with the columns.
+    pub fn derived(
+        &self,
+        path: &str,
+        rg: usize,
+        what: Derived,
+        make: impl FnOnce() -> Option<ArrayRef>,
+    ) -> Option<ArrayRef> {
+        let key: Key = (Arc::from(path), rg, Slot::Derived(what));
+        if let Some(a) = self.lru.lock().get(&key).cloned() {
+            return Some(a);
+        }
+        let a = make()?;
+        let left = self.lru.lock().insert(key, a.clone());
+        drop(left);
+        Some(a)
     }
 
     /// Bytes held now.
@@ -194,6 +232,28 @@ mod tests {
         let g = file(300, 150);
         let b2 = cache.row_group("g", &g, 1, &[0]).unwrap();
         assert_eq!(values(&b2, 0), (150..300).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_derived_array_is_made_once_per_row_group_and_none_is_not_kept() {
+        let cache = DecodedCache::new(1 << 20);
+        let made = std::cell::Cell::new(0);
+        let make = |v: i64| {
+            made.set(made.get() + 1);
+            Some(Arc::new(Int64Array::from(vec![v])) as ArrayRef)
+        };
+        let first = cache.derived("f", 0, Derived::KeyRunStarts, || make(1));
+        let again = cache.derived("f", 0, Derived::KeyRunStarts, || make(2));
+        assert_eq!(first, again, "the kept array, not a new one");
+        assert_eq!(made.get(), 1);
+        // Another row group or file is its own entry; a column entry is not confused with it.
+        cache.derived("f", 1, Derived::KeyRunStarts, || make(3));
+        cache.derived("g", 0, Derived::KeyRunStarts, || make(4));
+        assert_eq!(made.get(), 3);
+        // Nothing made, nothing kept: the next call makes it again.
+        assert_eq!(cache.derived("h", 0, Derived::KeyRunStarts, || None), None);
+        let h = cache.derived("h", 0, Derived::KeyRunStarts, || make(5));
+        assert_eq!(h.unwrap().as_primitive::<Int64Type>().value(0), 5);
     }
 
     #[test]

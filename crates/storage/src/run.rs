@@ -218,6 +218,9 @@ pub fn tag_columns<'a>(
     keys: impl IntoIterator<Item = &'a [u8]>,
     tags: &[String],
 ) -> Result<Vec<StringArray>> {
+    if tags.is_empty() {
+        return Ok(Vec::new());
+    }
     let mut builders: Vec<StringBuilder> = tags.iter().map(|_| StringBuilder::new()).collect();
     let mut filled = vec![false; tags.len()];
     for key in keys {

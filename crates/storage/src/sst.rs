@@ -24,7 +24,9 @@ use parquet::file::statistics::Statistics;
 use parquet::schema::types::ColumnPath;
 use tempora_model::{FieldType, PRIMARY_KEY_COLUMN, SEQ_COLUMN, TIME_COLUMN};
 
+use crate::decoded_cache::Derived;
 use crate::error::{Result, StorageError};
+use crate::row_select::{per_row, run_starts, segments, segments_to_selection};
 use crate::run::{SortedRun, run_schema};
 use crate::sst_cache::CachedSst;
 
@@ -240,7 +242,7 @@ pub fn read_sst(
         .map_err(perr)?;
     // Streams: each batch is converted (and filtered) before the next is decoded.
     to_run(
-        reader.map(|b| b.map_err(StorageError::from)),
+        reader.map(|b| Ok((b.map_err(StorageError::from)?, None))),
         fields,
         filter,
     )
@@ -256,9 +258,11 @@ pub fn read_sst_cached(
     cache: &crate::decoded_cache::DecodedCache,
 ) -> Result<SortedRun> {
     let (row_groups, wanted) = selection(file, fields, filter)?;
-    let batches = row_groups
-        .into_iter()
-        .map(|rg| cache.row_group(path, file, rg, &wanted));
+    let batches = row_groups.into_iter().map(|rg| {
+        let b = cache.row_group(path, file, rg, &wanted)?;
+        let starts = cache.derived(path, rg, Derived::KeyRunStarts, || key_run_starts(&b));
+        Ok((b, starts))
+    });
     to_run(batches, fields, filter)
 }
 
@@ -314,25 +318,40 @@ fn selection(
     Ok((row_groups, wanted))
 }
 
-/// Decoded batches of a file (key, time, seq, fields) as a run: filtered, keys ranked.
+/// A decoded row group (key, time, seq, fields), with where its key runs begin when known
+/// (`row_select::run_starts`; a cached read keeps them with the row group).
+type Decoded = (RecordBatch, Option<ArrayRef>);
+
+/// Decoded batches of a file as a run: filtered, keys ranked.
 fn to_run(
-    decoded: impl Iterator<Item = Result<RecordBatch>>,
+    decoded: impl Iterator<Item = Result<Decoded>>,
     fields: &[(String, FieldType)],
     filter: &SstFilter,
 ) -> Result<SortedRun> {
     let mut keys: Vec<Bytes> = Vec::new();
     let mut batches = Vec::new();
-    for b in decoded {
-        if let Some(rb) = convert_batch(&b?, fields, filter, &mut keys)? {
+    let schema = run_schema(fields);
+    for d in decoded {
+        let (b, starts) = d?;
+        let starts = starts
+            .as_ref()
+            .map(|s| s.as_primitive::<UInt32Type>().values().as_ref());
+        if let Some(rb) = convert_batch(&b, starts, &schema, fields, filter, &mut keys)? {
             batches.push(rb);
         }
     }
-    let schema = run_schema(fields);
     let batch = arrow::compute::concat_batches(&schema, &batches)?;
     Ok(SortedRun {
         keys: Arc::new(keys),
         batch,
     })
+}
+
+/// Where the key runs of a decoded row group begin, for a dictionary key column.
+fn key_run_starts(b: &RecordBatch) -> Option<ArrayRef> {
+    let pk = b.column_by_name(PRIMARY_KEY_COLUMN)?;
+    let ids = pk.as_dictionary_opt::<UInt32Type>()?.keys().values();
+    Some(Arc::new(UInt32Array::from(run_starts(ids)?)))
 }
 
 /// Whether a sorted key list holds a key in `[min, max]` (a row group's key statistics;
@@ -342,43 +361,13 @@ fn any_key_within(want: &[Bytes], min: &[u8], max: &[u8]) -> bool {
     want.get(first).is_some_and(|k| k.as_ref() <= max)
 }
 
-/// Ranks (into `keys`) and key-filter flags of rows whose keys are `value(ids[i])`. Rows are
-/// sorted by key, so a key either continues the last one or starts a new rank; key bytes are
-/// compared only where the id changes (a dictionary id names one key within a batch).
-fn walk_keys<'a>(
-    ids: &[u32],
-    value: impl Fn(u32) -> &'a [u8],
-    filter: &SstFilter,
-    keys: &mut Vec<Bytes>,
-) -> (Vec<u32>, Vec<bool>) {
-    let mut ranks = Vec::with_capacity(ids.len());
-    let mut keep = Vec::with_capacity(ids.len());
-    let mut last_id = None;
-    let mut last_keep = true;
-    for &id in ids {
-        if last_id != Some(id) {
-            last_id = Some(id);
-            let k = value(id);
-            if keys.last().map(|l| l.as_ref()) != Some(k) {
-                keys.push(Bytes::copy_from_slice(k));
-            }
-            // Decided for every run of one id, also one that continues the previous batch's
-            // key (a batch boundary inside a series must not reset the decision).
-            last_keep = filter
-                .keys
-                .as_ref()
-                .is_none_or(|want| want.binary_search_by(|w| w.as_ref().cmp(k)).is_ok());
-        }
-        ranks.push(keys.len() as u32 - 1);
-        keep.push(last_keep);
-    }
-    (ranks, keep)
-}
-
 /// Converts one file batch to run form, appending newly seen keys to `keys` (rows are sorted by
-/// key, so a key only ever continues the last one or starts a new rank).
+/// key, so a key only ever continues the last one or starts a new rank). `starts`: where the
+/// batch's key runs begin, when known.
 fn convert_batch(
     b: &RecordBatch,
+    starts: Option<&[u32]>,
+    schema: &SchemaRef,
     fields: &[(String, FieldType)],
     filter: &SstFilter,
     keys: &mut Vec<Bytes>,
@@ -386,24 +375,38 @@ fn convert_batch(
     let pk = b
         .column_by_name(PRIMARY_KEY_COLUMN)
         .expect("file has a key column");
-    let times = cast(
-        b.column_by_name(TIME_COLUMN).expect("time column"),
-        &DataType::Int64,
-    )?;
-    let t = times.as_primitive::<Int64Type>();
+    let t = time_values(b.column_by_name(TIME_COLUMN).expect("time column"))?;
     let (ranks, mask) = match pk.as_dictionary_opt::<UInt32Type>() {
         Some(dict) => {
-            let values = cast(dict.values(), &DataType::Binary)?;
-            let values = values.as_binary::<i32>();
+            let cast_values;
+            let values = match dict.values().as_binary_opt::<i32>() {
+                Some(v) => v,
+                None => {
+                    cast_values = cast(dict.values(), &DataType::Binary)?;
+                    cast_values.as_binary::<i32>()
+                }
+            };
             let value = |i: u32| values.value(i as usize);
             let ids = dict.keys().values();
+            let found;
+            let starts = match starts {
+                Some(s) => s,
+                None => {
+                    found = run_starts(ids).unwrap_or_default();
+                    &found
+                }
+            };
             let before = keys.len();
-            match segments(ids, t.values(), value, filter, keys) {
+            let segs = match starts.is_empty() {
+                true => None,
+                false => segments(ids, starts, &t, value, filter, keys),
+            };
+            match segs {
                 Some(segs) => segments_to_selection(&segs, b.num_rows()),
                 None => {
                     // Not sorted as a data file is: row by row (never seen; kept as a guard).
                     keys.truncate(before);
-                    per_row(ids, value, t.values(), filter, keys)
+                    per_row(ids, value, &t, filter, keys)
                 }
             }
         }
@@ -411,25 +414,21 @@ fn convert_batch(
             let plain = cast(pk, &DataType::Binary)?;
             let plain = plain.as_binary::<i32>();
             let ids: Vec<u32> = (0..plain.len() as u32).collect();
-            per_row(&ids, |i| plain.value(i as usize), t.values(), filter, keys)
+            per_row(&ids, |i| plain.value(i as usize), &t, filter, keys)
         }
     };
     if ranks.is_empty() {
         return Ok(None);
     }
+    // Fields stored as decimals are turned back into floats after the filter (fewer rows),
+    // unless field bounds must see the values first.
+    let early = !filter.bounds.is_empty();
     let mut cols: Vec<ArrayRef> = vec![
-        Arc::new(Int64Array::new(t.values().clone(), None)),
+        Arc::new(Int64Array::new(t, None)),
         b.column_by_name(SEQ_COLUMN).expect("seq column").clone(),
     ];
     for (name, ty) in fields {
-        let want = crate::memtable::arrow_type(*ty);
-        cols.push(match b.column_by_name(name) {
-            Some(c) if c.data_type() == &want => c.clone(),
-            Some(c) if want == DataType::Float64 => {
-                decimal_to_float(c).unwrap_or_else(|| c.clone())
-            }
-            _ => arrow::array::new_null_array(&want, b.num_rows()),
-        });
+        cols.push(field_column(b, name, *ty, early));
     }
     let (ranks, mask) =
         crate::field_bound::narrow_selection(ranks, mask, &cols[2..], fields, &filter.bounds)?;
@@ -443,110 +442,159 @@ fn convert_batch(
     for c in &cols {
         out.push(predicate.filter(c)?);
     }
-    Ok(Some(RecordBatch::try_new(run_schema(fields), out)?))
-}
-
-/// The ranks of the kept rows and the mask that keeps them, deciding row by row.
-fn per_row<'a>(
-    ids: &[u32],
-    value: impl Fn(u32) -> &'a [u8],
-    times: &[i64],
-    filter: &SstFilter,
-    keys: &mut Vec<Bytes>,
-) -> (Vec<u32>, arrow::array::BooleanArray) {
-    let (ranks, mut keep) = walk_keys(ids, value, filter, keys);
-    if let Some((start, end)) = filter.time {
-        for (k, &t) in keep.iter_mut().zip(times) {
-            *k = *k && t >= start && t < end;
-        }
+    for (c, (_, ty)) in out[3..].iter_mut().zip(fields) {
+        *c = as_field_type(c, *ty);
     }
-    let kept: Vec<u32> = ranks
-        .iter()
-        .zip(&keep)
-        .filter(|(_, k)| **k)
-        .map(|(r, _)| *r)
-        .collect();
-    (kept, arrow::array::BooleanArray::from(keep))
+    Ok(Some(RecordBatch::try_new(schema.clone(), out)?))
 }
 
-/// Rows `lo..hi` of a batch, all of series rank `rank`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Segment {
-    rank: u32,
-    lo: usize,
-    hi: usize,
+/// A file's time column as nanoseconds, without a copy when it is what files hold.
+fn time_values(c: &ArrayRef) -> Result<arrow::buffer::ScalarBuffer<i64>> {
+    use arrow::datatypes::TimestampNanosecondType;
+    Ok(match c.as_primitive_opt::<TimestampNanosecondType>() {
+        Some(t) => t.values().clone(),
+        None => cast(c, &DataType::Int64)?
+            .as_primitive::<Int64Type>()
+            .values()
+            .clone(),
+    })
 }
 
-/// The rows of a batch sorted by key then time that the filter keeps, as one segment per
-/// kept series: a key's rows are contiguous (one dictionary id per key in a row group), so
-/// each series is found by binary search, and its time range within it too. Cost: the number
-/// of series times a logarithm, not the number of rows. `None` when an id turns up in two
-/// places (the rows are not sorted as a data file's are).
-fn segments<'a>(
-    ids: &[u32],
-    times: &[i64],
-    value: impl Fn(u32) -> &'a [u8],
-    filter: &SstFilter,
-    keys: &mut Vec<Bytes>,
-) -> Option<Vec<Segment>> {
-    let mut out = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    let mut a = 0;
-    while a < ids.len() {
-        let id = ids[a];
-        let b = a + ids[a..].partition_point(|&x| x == id);
-        if !seen.insert(id) {
-            return None;
-        }
-        let k = value(id);
-        if keys.last().map(|l| l.as_ref()) != Some(k) {
-            keys.push(Bytes::copy_from_slice(k));
-        }
-        let wanted = filter
-            .keys
-            .as_ref()
-            .is_none_or(|want| want.binary_search_by(|w| w.as_ref().cmp(k)).is_ok());
-        if wanted {
-            let run = &times[a..b];
-            let (lo, hi) = match filter.time {
-                Some((start, end)) => (
-                    a + run.partition_point(|&t| t < start),
-                    a + run.partition_point(|&t| t < end),
-                ),
-                None => (a, b),
-            };
-            if lo < hi {
-                out.push(Segment {
-                    rank: keys.len() as u32 - 1,
-                    lo,
-                    hi,
-                });
-            }
-        }
-        a = b;
+/// Field `name` of a file batch: as stored, or as its field type when `convert` (a field the
+/// file lacks is null).
+fn field_column(b: &RecordBatch, name: &str, ty: FieldType, convert: bool) -> ArrayRef {
+    match b.column_by_name(name) {
+        Some(c) if convert => as_field_type(c, ty),
+        Some(c) => c.clone(),
+        None => arrow::array::new_null_array(&crate::memtable::arrow_type(ty), b.num_rows()),
     }
-    Some(out)
 }
 
-/// The ranks of the kept rows and the mask that keeps them.
-fn segments_to_selection(segs: &[Segment], rows: usize) -> (Vec<u32>, arrow::array::BooleanArray) {
-    let kept: usize = segs.iter().map(|s| s.hi - s.lo).sum();
-    let mut ranks = Vec::with_capacity(kept);
-    let mut mask = arrow::array::BooleanBufferBuilder::new(rows);
-    let mut at = 0;
-    for s in segs {
-        mask.append_n(s.lo - at, false);
-        mask.append_n(s.hi - s.lo, true);
-        ranks.resize(ranks.len() + (s.hi - s.lo), s.rank);
-        at = s.hi;
+/// A stored field column as its field type: floats stored as decimals back to the same f64s.
+fn as_field_type(c: &ArrayRef, ty: FieldType) -> ArrayRef {
+    let want = crate::memtable::arrow_type(ty);
+    if c.data_type() != &want && want == DataType::Float64 {
+        decimal_to_float(c).unwrap_or_else(|| c.clone())
+    } else {
+        c.clone()
     }
-    mask.append_n(rows - at, false);
-    (ranks, arrow::array::BooleanArray::new(mask.finish(), None))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Five series of 3, 7, 1, 10 and 4 rows (irregular times, a float field that is stored as
+    /// decimals and an integer one), in row groups of 4 rows, so runs cross row groups.
+    fn five_series_file() -> (CachedSst, Vec<(String, FieldType)>) {
+        use arrow::array::{Float64Array, UInt64Array};
+        let fields = vec![
+            ("f".to_string(), FieldType::F64),
+            ("i".to_string(), FieldType::I64),
+        ];
+        let (mut ranks, mut times) = (Vec::new(), Vec::new());
+        for (rank, n) in [3u32, 7, 1, 10, 4].into_iter().enumerate() {
+            for j in 0..n as i64 {
+                ranks.push(rank as u32);
+                times.push(100 + j * 10 + j * j);
+            }
+        }
+        let rows = ranks.len();
+        let batch = RecordBatch::try_new(
+            run_schema(&fields),
+            vec![
+                Arc::new(UInt32Array::from(ranks)),
+                Arc::new(Int64Array::from(times)),
+                Arc::new(UInt64Array::from_iter_values(0..rows as u64)),
+                Arc::new(Float64Array::from_iter_values(
+                    (0..rows).map(|r| r as f64 / 4.0),
+                )),
+                Arc::new(Int64Array::from_iter_values((0..rows as i64).map(|r| -r))),
+            ],
+        )
+        .unwrap();
+        let keys = ["a", "b", "c", "d", "e"].map(|k| Bytes::from(k.to_string()));
+        let run = SortedRun {
+            keys: Arc::new(keys.to_vec()),
+            batch,
+        };
+        let o = SstWriteOptions {
+            row_group_rows: 4,
+            zstd_level: 1,
+        };
+        let (data, _) = write_sst(&run, &[], &fields, &o).unwrap();
+        (CachedSst::decode("f", data).unwrap(), fields)
+    }
+
+    #[test]
+    fn cached_reads_with_kept_run_starts_equal_plain_reads() {
+        use crate::field_bound::{BoundOp, FieldBound};
+        let (file, fields) = five_series_file();
+        let keys = |ks: &[&str]| {
+            Some(Arc::new(
+                ks.iter().map(|k| Bytes::from(k.to_string())).collect(),
+            ))
+        };
+        let filter = |time, keys, bounds| SstFilter { time, keys, bounds };
+        let cases: Vec<(&str, SstFilter)> = vec![
+            ("everything", SstFilter::default()),
+            (
+                "a window inside every series",
+                filter(Some((115, 160)), None, vec![]),
+            ),
+            ("a window before all", filter(Some((0, 100)), None, vec![])),
+            (
+                "a window after all",
+                filter(Some((1_000, 2_000)), None, vec![]),
+            ),
+            ("one point", filter(Some((100, 101)), None, vec![])),
+            (
+                "series split across row groups",
+                filter(None, keys(&["b", "d"]), vec![]),
+            ),
+            (
+                "time and series",
+                filter(Some((120, 250)), keys(&["a", "d", "e"]), vec![]),
+            ),
+            (
+                "a series that is not there",
+                filter(None, keys(&["bb"]), vec![]),
+            ),
+            (
+                "a field bound",
+                filter(
+                    None,
+                    None,
+                    vec![FieldBound {
+                        field: "f".into(),
+                        op: BoundOp::AtLeast,
+                        value: 2.0,
+                    }],
+                ),
+            ),
+        ];
+        let warm = crate::decoded_cache::DecodedCache::new(1 << 30);
+        let none = crate::decoded_cache::DecodedCache::new(0);
+        for (name, f) in &cases {
+            let want = read_sst("f", &file, &fields, f).unwrap();
+            for (how, cache) in [("cold", &warm), ("warm", &warm), ("no cache", &none)] {
+                let got = read_sst_cached("f", &file, &fields, f, cache).unwrap();
+                assert_eq!(got.batch, want.batch, "{name}: {how}");
+                assert_eq!(got.keys, want.keys, "{name}: {how}");
+            }
+        }
+        // The window case by value: b (times 100, 111, 124, 139, 156, ...) keeps 124..=156.
+        let w = read_sst("f", &file, &fields, &cases[1].1).unwrap();
+        let b = w.keys.iter().position(|k| k.as_ref() == b"b").unwrap() as u32;
+        let b_times: Vec<i64> = w
+            .ranks()
+            .iter()
+            .zip(w.times())
+            .filter(|(r, _)| **r == b)
+            .map(|(_, t)| *t)
+            .collect();
+        assert_eq!(b_times, vec![124, 139, 156]);
+    }
 
     #[test]
     fn row_group_key_ranges() {
@@ -568,157 +616,6 @@ mod tests {
         assert!(!any_key_within(&[], b"a", b"z"), "no keys wanted");
     }
 
-    #[test]
-    fn segment_cases() {
-        // ids 0,0,0,1,1,2 name keys a, b, c; times 10,20,30 | 10,20 | 5.
-        let ids = [0u32, 0, 0, 1, 1, 2];
-        let times = [10i64, 20, 30, 10, 20, 5];
-        let names: [&[u8]; 3] = [b"a", b"b", b"c"];
-        let want = |ks: &[&str]| {
-            Some(Arc::new(
-                ks.iter()
-                    .map(|k| Bytes::from(k.to_string()))
-                    .collect::<Vec<_>>(),
-            ))
-        };
-        let seg = |rank, lo, hi| Segment { rank, lo, hi };
-        let cases: Vec<(&str, SstFilter, Vec<Segment>)> = vec![
-            (
-                "no filter: one segment per key",
-                SstFilter::default(),
-                vec![seg(0, 0, 3), seg(1, 3, 5), seg(2, 5, 6)],
-            ),
-            (
-                "keys b only",
-                SstFilter {
-                    time: None,
-                    keys: want(&["b"]),
-                    bounds: Vec::new(),
-                },
-                vec![seg(1, 3, 5)],
-            ),
-            (
-                "time [15, 30)",
-                SstFilter {
-                    time: Some((15, 30)),
-                    keys: None,
-                    bounds: Vec::new(),
-                },
-                vec![seg(0, 1, 2), seg(1, 4, 5)],
-            ),
-            (
-                "time and keys",
-                SstFilter {
-                    time: Some((0, 11)),
-                    keys: want(&["a", "c"]),
-                    bounds: Vec::new(),
-                },
-                vec![seg(0, 0, 1), seg(2, 5, 6)],
-            ),
-            (
-                "nothing in range",
-                SstFilter {
-                    time: Some((40, 50)),
-                    keys: None,
-                    bounds: Vec::new(),
-                },
-                vec![],
-            ),
-        ];
-        for (name, filter, expect) in cases {
-            let mut keys = Vec::new();
-            let got = segments(&ids, &times, |i| names[i as usize], &filter, &mut keys);
-            assert_eq!(got, Some(expect), "{name}");
-            assert_eq!(keys.len(), 3, "{name}: every key ranked");
-        }
-        // A key continuing from the previous batch keeps its rank.
-        let mut keys = vec![Bytes::from_static(b"a")];
-        let got = segments(
-            &ids,
-            &times,
-            |i| names[i as usize],
-            &SstFilter::default(),
-            &mut keys,
-        );
-        assert_eq!(got.unwrap()[0], seg(0, 0, 3));
-        // An id in two places is not a data file's order.
-        let mut keys = Vec::new();
-        let bad = segments(
-            &[0, 1, 0],
-            &[1, 1, 2],
-            |i| names[i as usize],
-            &SstFilter::default(),
-            &mut keys,
-        );
-        assert_eq!(bad, None);
-        // The selection of segments: ranks of kept rows and a mask over all rows.
-        let (ranks, mask) = segments_to_selection(&[seg(0, 1, 2), seg(1, 4, 6)], 7);
-        assert_eq!(ranks, vec![0, 1, 1]);
-        let bits: Vec<bool> = mask.iter().map(|b| b.unwrap()).collect();
-        assert_eq!(bits, vec![false, true, false, false, true, true, false]);
-    }
-
-    #[test]
-    fn key_walk_cases() {
-        type Case = (
-            &'static str,
-            Vec<&'static str>,
-            Vec<u32>,
-            Vec<&'static str>,
-            Option<Vec<&'static str>>,
-            Vec<u32>,
-            Vec<bool>,
-        );
-        // (name, keys before, row ids, id → key, wanted keys, ranks, keep)
-        let cases: Vec<Case> = vec![
-            (
-                "no filter",
-                vec![],
-                vec![0, 0, 1],
-                vec!["a", "b"],
-                None,
-                vec![0, 0, 1],
-                vec![true; 3],
-            ),
-            (
-                "filtered",
-                vec![],
-                vec![0, 0, 1, 1],
-                vec!["a", "b"],
-                Some(vec!["b"]),
-                vec![0, 0, 1, 1],
-                vec![false, false, true, true],
-            ),
-            (
-                "a filtered-out key continues from the last batch",
-                vec!["a"],
-                vec![0, 0, 1],
-                vec!["a", "b"],
-                Some(vec!["b"]),
-                vec![0, 0, 1],
-                vec![false, false, true],
-            ),
-            (
-                "plain values, one id per row",
-                vec![],
-                vec![0, 1, 2],
-                vec!["a", "a", "b"],
-                Some(vec!["a"]),
-                vec![0, 0, 1],
-                vec![true, true, false],
-            ),
-        ];
-        for (name, before, ids, values, want, ranks, keep) in cases {
-            let mut keys: Vec<Bytes> = before.iter().map(|k| Bytes::from(*k)).collect();
-            let filter = SstFilter {
-                time: None,
-                keys: want.map(|w| Arc::new(w.iter().map(|k| Bytes::from(*k)).collect())),
-                bounds: Vec::new(),
-            };
-            let got = walk_keys(&ids, |i| values[i as usize].as_bytes(), &filter, &mut keys);
-            assert_eq!(got, (ranks, keep), "{name}");
-        }
-    }
     use arrow::array::Float64Array;
     use proptest::prelude::*;
 

@@ -201,15 +201,22 @@ fn fold_window(
         };
         reservation.try_resize(run.batch.get_array_memory_size() + fold.bytes())?;
         let tags = run.tag_values(&q.group_tags)?;
-        let tuple_of_rank: Vec<u32> = (0..run.keys.len())
-            .map(|r| {
-                let values = tags
-                    .iter()
-                    .map(|t| arrow::array::Array::is_valid(t, r).then(|| t.value(r).to_string()))
-                    .collect();
-                fold.tuple_id(values)
-            })
-            .collect();
+        let tuple_of_rank: Vec<u32> = if tags.is_empty() {
+            // No tags grouped by: every series is the one empty tuple.
+            vec![fold.tuple_id(Vec::new()); run.keys.len()]
+        } else {
+            (0..run.keys.len())
+                .map(|r| {
+                    let values = tags
+                        .iter()
+                        .map(|t| {
+                            arrow::array::Array::is_valid(t, r).then(|| t.value(r).to_string())
+                        })
+                        .collect();
+                    fold.tuple_id(values)
+                })
+                .collect()
+        };
         let fields = &run.batch.columns()[3..];
         if fold
             .add(run.ranks(), run.times(), &tuple_of_rank, fields)
