@@ -69,12 +69,44 @@ pub fn decode_series_key(key: &[u8]) -> Result<Vec<(String, String)>> {
 /// Calls `f(key, value)` for each tag of an encoded key, in key order, allocating only for a
 /// string that holds an escaped NUL.
 pub fn for_each_tag(key: &[u8], mut f: impl FnMut(&str, &str)) -> Result<()> {
+    if let Ok(text) = std::str::from_utf8(key) {
+        // UTF-8 holds no 0xFF byte, so no NUL is escaped: every NUL starts a terminator, and
+        // the strings between are valid as they are (checked once, not string by string).
+        let mut rest = text;
+        while !rest.is_empty() {
+            let Some((k, after)) = split_terminated(rest) else {
+                break;
+            };
+            let Some((v, after)) = split_terminated(after) else {
+                break;
+            };
+            f(k, v);
+            rest = after;
+        }
+        if rest.is_empty() {
+            return Ok(());
+        }
+        // A malformed key: the byte-by-byte walk names the error and where (it calls `f` for
+        // no tag, as `f` has seen the well-formed ones before it).
+        let mut pos = key.len() - rest.len();
+        loop {
+            next_tag(key, &mut pos)?;
+        }
+    }
     let mut pos = 0;
     while pos < key.len() {
         let (k, v) = next_tag(key, &mut pos)?;
         f(&k, &v);
     }
     Ok(())
+}
+
+/// A string ended by `\0\0` at the start of `s`, and what follows it; `None` when `s` holds
+/// no such string.
+fn split_terminated(s: &str) -> Option<(&str, &str)> {
+    let nul = s.find('\0')?;
+    let after = s[nul..].strip_prefix("\0\0")?;
+    Some((&s[..nul], after))
 }
 
 /// The tag at `pos` (its key, then its value), each borrowed from `key` when it holds no
@@ -235,7 +267,27 @@ mod tests {
                 b"a\0\xFF",
                 corrupt(3, "unterminated string"),
             ),
+            (
+                "a good tag, then no terminator",
+                b"h\0\0v\0\0abc",
+                corrupt(9, "unterminated string"),
+            ),
+            (
+                "a good tag, then a key alone",
+                b"h\0\0v\0\0k\0\0",
+                corrupt(9, "tag key without a value"),
+            ),
+            (
+                "a NUL at the end",
+                b"a\0",
+                corrupt(2, "bad escape after NUL"),
+            ),
         ];
+        // The well-formed tags before the error are visited, once.
+        let mut seen = Vec::new();
+        let got = for_each_tag(b"h\0\0v\0\0abc", |k, v| seen.push(format!("{k}={v}")));
+        assert!(got.is_err());
+        assert_eq!(seen, ["h=v"]);
         for (name, bytes, want) in exact {
             assert_eq!(&decode_series_key(bytes).map(|_| ()), want, "{name}");
             assert_eq!(
