@@ -70,9 +70,9 @@ pub(crate) fn per_row<'a>(
 /// Rows `lo..hi` of a batch, all of series rank `rank`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Segment {
-    rank: u32,
-    lo: usize,
-    hi: usize,
+    pub(crate) rank: u32,
+    pub(crate) lo: usize,
+    pub(crate) hi: usize,
 }
 
 /// The rows of a batch sorted by key then time that the filter keeps, as one segment per

@@ -336,9 +336,7 @@ fn to_run(
         let starts = starts
             .as_ref()
             .map(|s| s.as_primitive::<UInt32Type>().values().as_ref());
-        if let Some(rb) = convert_batch(&b, starts, &schema, fields, filter, &mut keys)? {
-            batches.push(rb);
-        }
+        convert_batch(&b, starts, &schema, fields, filter, &mut keys, &mut batches)?;
     }
     let batch = arrow::compute::concat_batches(&schema, &batches)?;
     Ok(SortedRun {
@@ -363,7 +361,10 @@ fn any_key_within(want: &[Bytes], min: &[u8], max: &[u8]) -> bool {
 
 /// Converts one file batch to run form, appending newly seen keys to `keys` (rows are sorted by
 /// key, so a key only ever continues the last one or starts a new rank). `starts`: where the
-/// batch's key runs begin, when known.
+/// batch's key runs begin, when known. The kept rows are appended to `out`: one zero-copy
+/// slice per kept series when the rows were found series by series (`segments`) and no field
+/// bound applies, else one filtered batch; the run's concatenation then copies them once.
+#[allow(clippy::too_many_arguments)]
 fn convert_batch(
     b: &RecordBatch,
     starts: Option<&[u32]>,
@@ -371,11 +372,13 @@ fn convert_batch(
     fields: &[(String, FieldType)],
     filter: &SstFilter,
     keys: &mut Vec<Bytes>,
-) -> Result<Option<RecordBatch>> {
+    out: &mut Vec<RecordBatch>,
+) -> Result<()> {
     let pk = b
         .column_by_name(PRIMARY_KEY_COLUMN)
         .expect("file has a key column");
     let t = time_values(b.column_by_name(TIME_COLUMN).expect("time column"))?;
+    let mut kept_segs = None;
     let (ranks, mask) = match pk.as_dictionary_opt::<UInt32Type>() {
         Some(dict) => {
             let cast_values;
@@ -402,7 +405,11 @@ fn convert_batch(
                 false => segments(ids, starts, &t, value, filter, keys),
             };
             match segs {
-                Some(segs) => segments_to_selection(&segs, b.num_rows()),
+                Some(segs) => {
+                    let selection = segments_to_selection(&segs, b.num_rows());
+                    kept_segs = Some(segs);
+                    selection
+                }
                 None => {
                     // Not sorted as a data file is: row by row (never seen; kept as a guard).
                     keys.truncate(before);
@@ -418,7 +425,7 @@ fn convert_batch(
         }
     };
     if ranks.is_empty() {
-        return Ok(None);
+        return Ok(());
     }
     // Fields stored as decimals are turned back into floats after the filter (fewer rows),
     // unless field bounds must see the values first.
@@ -430,22 +437,38 @@ fn convert_batch(
     for (name, ty) in fields {
         cols.push(field_column(b, name, *ty, early));
     }
+    if let Some(segs) = kept_segs.filter(|_| filter.bounds.is_empty()) {
+        let ranks = UInt32Array::from(ranks);
+        let mut at = 0;
+        for s in segs {
+            let n = s.hi - s.lo;
+            let mut c: Vec<ArrayRef> = vec![Arc::new(ranks.slice(at, n))];
+            c.extend(cols.iter().map(|col| col.slice(s.lo, n)));
+            for (c, (_, ty)) in c[3..].iter_mut().zip(fields) {
+                *c = as_field_type(c, *ty);
+            }
+            out.push(RecordBatch::try_new(schema.clone(), c)?);
+            at += n;
+        }
+        return Ok(());
+    }
     let (ranks, mask) =
         crate::field_bound::narrow_selection(ranks, mask, &cols[2..], fields, &filter.bounds)?;
     if ranks.is_empty() {
-        return Ok(None);
+        return Ok(());
     }
     // Kept rows are a few long ranges: the filter copies them as slices (and keeps a batch
     // whose rows are all kept as it is).
     let predicate = arrow::compute::FilterBuilder::new(&mask).optimize().build();
-    let mut out: Vec<ArrayRef> = vec![Arc::new(UInt32Array::from(ranks))];
+    let mut kept: Vec<ArrayRef> = vec![Arc::new(UInt32Array::from(ranks))];
     for c in &cols {
-        out.push(predicate.filter(c)?);
+        kept.push(predicate.filter(c)?);
     }
-    for (c, (_, ty)) in out[3..].iter_mut().zip(fields) {
+    for (c, (_, ty)) in kept[3..].iter_mut().zip(fields) {
         *c = as_field_type(c, *ty);
     }
-    Ok(Some(RecordBatch::try_new(schema.clone(), out)?))
+    out.push(RecordBatch::try_new(schema.clone(), kept)?);
+    Ok(())
 }
 
 /// A file's time column as nanoseconds, without a copy when it is what files hold.
@@ -573,6 +596,37 @@ mod tests {
                 ),
             ),
         ];
+        // Every case but the bound against the rows as written: (key, time, seq, i) in order.
+        let names = ["a", "b", "c", "d", "e"];
+        let lens = [3i64, 7, 1, 10, 4];
+        let mut written = Vec::new();
+        for (k, n) in names.iter().zip(lens) {
+            for j in 0..n {
+                let seq = written.len() as u64;
+                written.push((k.to_string(), 100 + j * 10 + j * j, seq, -(seq as i64)));
+            }
+        }
+        for (name, f) in cases.iter().filter(|(_, f)| f.bounds.is_empty()) {
+            let want: Vec<_> = written
+                .iter()
+                .filter(|(k, t, _, _)| {
+                    f.time.is_none_or(|(s, e)| *t >= s && *t < e)
+                        && f.keys
+                            .as_ref()
+                            .is_none_or(|ks| ks.iter().any(|x| x.as_ref() == k.as_bytes()))
+                })
+                .cloned()
+                .collect();
+            let r = read_sst("f", &file, &fields, f).unwrap();
+            let i = r.batch.column(4).as_primitive::<Int64Type>();
+            let got: Vec<_> = (0..r.num_rows())
+                .map(|row| {
+                    let k = String::from_utf8(r.keys[r.ranks()[row] as usize].to_vec()).unwrap();
+                    (k, r.times()[row], r.seqs()[row], i.value(row))
+                })
+                .collect();
+            assert_eq!(got, want, "{name}: the rows written");
+        }
         let warm = crate::decoded_cache::DecodedCache::new(1 << 30);
         let none = crate::decoded_cache::DecodedCache::new(0);
         for (name, f) in &cases {

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use arrow::array::RecordBatch;
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool, MemoryReservation};
 use tempora_model::TableSchema;
+use tempora_storage::run::SortedRun;
 use tempora_storage::{Engine, ScanRequest, StorageError, TagForm};
 
 use super::FastQuery;
@@ -192,41 +193,93 @@ fn fold_window(
         field_bounds: Vec::new(),
     };
     let plan = engine.plan_scan(table, &req)?;
-    for region in 0..plan.regions() {
+    if plan.regions() < 2 {
+        // Nothing to read ahead of: no thread.
+        for region in 0..plan.regions() {
+            if cancel.load(Ordering::Relaxed) {
+                return Ok(None);
+            }
+            let Some(run) = plan.read_run(region)? else {
+                continue;
+            };
+            if !fold_run(&mut fold, q, &run, reservation)? {
+                return Ok(None);
+            }
+        }
+        return Ok(Some(fold));
+    }
+    std::thread::scope(|scope| {
+        // A reader thread reads region i + 1 while this thread folds region i. The fold sees
+        // the regions in the same order as a plain loop, so every sum is the same. The read
+        // that waits is charged to the reader's own reservation: at most one run more than
+        // the fold holds.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<SortedRun>>(0);
+        let ahead = reservation.new_empty();
+        let plan = &plan;
+        scope.spawn(move || {
+            for region in 0..plan.regions() {
+                if cancel.load(Ordering::Relaxed) {
+                    return;
+                }
+                let read = match plan.read_run(region) {
+                    Ok(None) => continue,
+                    Ok(Some(run)) => ahead
+                        .try_resize(run.batch.get_array_memory_size())
+                        .map(|()| run)
+                        .map_err(Into::into),
+                    Err(e) => Err(e.into()),
+                };
+                let failed = read.is_err();
+                if tx.send(read).is_err() || failed {
+                    return;
+                }
+            }
+        });
+        for read in rx {
+            let run = read?;
+            if !fold_run(&mut fold, q, &run, reservation)? {
+                return Ok(None);
+            }
+        }
         if cancel.load(Ordering::Relaxed) {
             return Ok(None);
         }
-        let Some(run) = plan.read_run(region)? else {
-            continue;
-        };
-        reservation.try_resize(run.batch.get_array_memory_size() + fold.bytes())?;
-        let tags = run.tag_values(&q.group_tags)?;
-        let tuple_of_rank: Vec<u32> = if tags.is_empty() {
-            // No tags grouped by: every series is the one empty tuple.
-            vec![fold.tuple_id(Vec::new()); run.keys.len()]
-        } else {
-            (0..run.keys.len())
-                .map(|r| {
-                    let values = tags
-                        .iter()
-                        .map(|t| {
-                            arrow::array::Array::is_valid(t, r).then(|| t.value(r).to_string())
-                        })
-                        .collect();
-                    fold.tuple_id(values)
-                })
-                .collect()
-        };
-        let fields = &run.batch.columns()[3..];
-        if fold
-            .add(run.ranks(), run.times(), &tuple_of_rank, fields)
-            .is_err()
-        {
-            return Ok(None);
-        }
-        reservation.try_resize(fold.bytes())?;
+        Ok(Some(fold))
+    })
+}
+
+/// Folds one region's run into `fold`; `false` when the fold bails (`Bail`).
+fn fold_run(
+    fold: &mut Fold,
+    q: &BucketQuery,
+    run: &SortedRun,
+    reservation: &mut MemoryReservation,
+) -> Result<bool> {
+    reservation.try_resize(run.batch.get_array_memory_size() + fold.bytes())?;
+    let tags = run.tag_values(&q.group_tags)?;
+    let tuple_of_rank: Vec<u32> = if tags.is_empty() {
+        // No tags grouped by: every series is the one empty tuple.
+        vec![fold.tuple_id(Vec::new()); run.keys.len()]
+    } else {
+        (0..run.keys.len())
+            .map(|r| {
+                let values = tags
+                    .iter()
+                    .map(|t| arrow::array::Array::is_valid(t, r).then(|| t.value(r).to_string()))
+                    .collect();
+                fold.tuple_id(values)
+            })
+            .collect()
+    };
+    let fields = &run.batch.columns()[3..];
+    if fold
+        .add(run.ranks(), run.times(), &tuple_of_rank, fields)
+        .is_err()
+    {
+        return Ok(false);
     }
-    Ok(Some(fold))
+    reservation.try_resize(fold.bytes())?;
+    Ok(true)
 }
 
 #[cfg(test)]
