@@ -205,7 +205,17 @@ pub(crate) fn put_data_file(
     let path = format!("{}/{id:016x}.parquet", key.dir());
     shared.store.put(&path, data)?;
     written.push(path.clone());
+    let last_rows = if worth_last_rows(run.keys.len(), run.num_rows()) {
+        let (data, _) = write_sst(&run.last_per_key(), tags, fields, &opts)?;
+        let last = format!("{}/{id:016x}.last", key.dir());
+        shared.store.put(&last, data)?;
+        written.push(last.clone());
+        Some(last)
+    } else {
+        None
+    };
     Ok(FileMeta {
+        last_rows,
         id,
         path,
         rows: stats.rows,
@@ -216,4 +226,31 @@ pub(crate) fn put_data_file(
         min_seq: stats.min_seq,
         purged_seq,
     })
+}
+
+/// A data file's newest rows are written beside it when the file holds at least this many
+/// rows per series on average; below that the file itself is nearly as small to read.
+pub(crate) const LAST_ROWS_MIN_ROWS_PER_SERIES: usize = 4;
+
+/// Whether a file of `rows` rows over `series` series gets its newest rows written beside it.
+fn worth_last_rows(series: usize, rows: usize) -> bool {
+    series > 0 && rows >= series * LAST_ROWS_MIN_ROWS_PER_SERIES
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newest_rows_are_written_for_files_with_several_rows_per_series() {
+        for (name, series, rows, want) in [
+            ("no series", 0, 0, false),
+            ("one row each", 1000, 1000, false),
+            ("three rows each", 10, 30, false),
+            ("four rows each", 10, 40, true),
+            ("a day at 10 s", 1000, 8_640_000, true),
+        ] {
+            assert_eq!(worth_last_rows(series, rows), want, "{name}");
+        }
+    }
 }

@@ -65,6 +65,13 @@ pub struct FileMeta {
     /// The newest tombstone already applied to the file's rows (0: none).
     #[serde(default)]
     pub purged_seq: u64,
+    /// The file's newest row of each series, written beside it as a data file of its own
+    /// (`<id>.last`, Parquet in the data files' format, named so that a `*.parquet` glob over
+    /// the data directory sees each row once), from which the last-value cache is filled after a restart
+    /// instead of from the whole file. None: not written (few rows per series, or a file
+    /// from before it existed); the file itself is read then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_rows: Option<String>,
 }
 
 /// One table.
@@ -251,7 +258,10 @@ impl ManifestState {
     pub fn live_paths(&self) -> BTreeSet<String> {
         let mut s = BTreeSet::new();
         for r in self.regions.values() {
-            s.extend(r.files.values().map(|f| f.path.clone()));
+            for f in r.files.values() {
+                s.insert(f.path.clone());
+                s.extend(f.last_rows.clone());
+            }
             s.extend(r.index_path.clone());
         }
         s

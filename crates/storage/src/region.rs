@@ -50,11 +50,14 @@ impl FileHandle {
 
 impl Drop for FileHandle {
     fn drop(&mut self) {
-        if self.obsolete.load(Ordering::SeqCst)
-            && let Err(e) = self.store.delete(&self.meta.path)
-        {
-            // The file is unreferenced; the orphan sweep at the next start removes it.
-            tracing::warn!(path = %self.meta.path, error = %e, "could not delete obsolete file");
+        if !self.obsolete.load(Ordering::SeqCst) {
+            return;
+        }
+        for path in std::iter::once(&self.meta.path).chain(&self.meta.last_rows) {
+            if let Err(e) = self.store.delete(path) {
+                // The file is unreferenced; the orphan sweep at the next start removes it.
+                tracing::warn!(path = %path, error = %e, "could not delete obsolete file");
+            }
         }
     }
 }

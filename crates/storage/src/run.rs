@@ -84,6 +84,26 @@ impl SortedRun {
         self.batch.column(2).as_primitive::<UInt64Type>().values()
     }
 
+    /// The newest row of each key (the last of its rows, the run being sorted by key then
+    /// time), with the same keys: every key of a run has at least one row.
+    pub fn last_per_key(&self) -> SortedRun {
+        let ranks = self.ranks();
+        let n = ranks.len();
+        if n == self.keys.len() {
+            return self.clone();
+        }
+        let last: UInt32Array = (0..n)
+            .filter(|&i| i + 1 == n || ranks[i + 1] != ranks[i])
+            .map(|i| i as u32)
+            .collect();
+        let batch = arrow::compute::take_record_batch(&self.batch, &last).expect("in range");
+        debug_assert_eq!(batch.num_rows(), self.keys.len(), "one row per key");
+        SortedRun {
+            keys: self.keys.clone(),
+            batch,
+        }
+    }
+
     /// Builds a run from a batch whose first column holds arbitrary u32 series ids, mapping ids
     /// to keys with `key_of`. The result is sorted and deduplicated.
     pub fn from_series_batch(
@@ -330,6 +350,44 @@ mod tests {
         assert_eq!(got[&(key(1), 10)], (Some(49.0), None));
     }
 
+    #[test]
+    fn last_per_key_keeps_each_keys_newest_row() {
+        for (name, rows, want) in [
+            ("empty", vec![], vec![]),
+            ("one row", vec![(1, 5, 1, Some(1.0), None)], vec![(1, 5)]),
+            (
+                "several keys, out of order",
+                vec![
+                    (2, 9, 1, Some(1.0), None),
+                    (1, 3, 2, Some(2.0), None),
+                    (2, 4, 3, None, Some(3.0)),
+                    (1, 8, 4, None, None),
+                    (3, 1, 5, Some(5.0), None),
+                ],
+                // key() reverses id order: 3, 2, 1.
+                vec![(3, 1), (2, 9), (1, 8)],
+            ),
+            (
+                "duplicate newest point merged field by field first",
+                vec![(1, 7, 1, Some(1.0), Some(1.0)), (1, 7, 2, None, Some(2.0))],
+                vec![(1, 7)],
+            ),
+        ] {
+            let run = SortedRun::from_series_batch(&batch(&rows), &fields(), key).unwrap();
+            let last = run.last_per_key();
+            let got: Vec<(Bytes, i64)> = (0..last.num_rows())
+                .map(|i| (last.keys[last.ranks()[i] as usize].clone(), last.times()[i]))
+                .collect();
+            let want: Vec<(Bytes, i64)> = want.into_iter().map(|(id, t)| (key(id), t)).collect();
+            assert_eq!(got, want, "{name}");
+            assert_eq!(last.keys, run.keys, "{name}: same keys");
+            let full = flatten(&run);
+            for (k, v) in flatten(&last) {
+                assert_eq!(full[&k], v, "{name}: the row's fields are the run's");
+            }
+        }
+    }
+
     proptest! {
         #[test]
         fn merge_matches_model(
@@ -348,6 +406,26 @@ mod tests {
             let merged = merge_runs(&runs, &fields()).unwrap();
             prop_assert_eq!(flatten(&merged), model(&all));
             prop_assert!(is_sorted(&merged.batch));
+        }
+
+        /// What a fill from each file's newest rows relies on: the newest row of each key of
+        /// a merge equals the newest row of each key of the merge of each run's newest rows.
+        #[test]
+        fn newest_rows_of_parts_merge_to_the_newest_rows_of_the_whole(
+            parts in proptest::collection::vec(
+                proptest::collection::vec((0u32..4, 0i64..6, proptest::option::of(0.0f64..9.0), proptest::option::of(0.0f64..9.0)), 0..12),
+                1..4)
+        ) {
+            let mut seq = 0u64;
+            let mut runs = Vec::new();
+            for p in parts {
+                let rows: Vec<TRow> = p.into_iter().map(|(s, t, a, b)| { seq += 1; (s, t, seq, a, b) }).collect();
+                runs.push(SortedRun::from_series_batch(&batch(&rows), &fields(), key).unwrap());
+            }
+            let whole = merge_runs(&runs, &fields()).unwrap().last_per_key();
+            let lasts: Vec<SortedRun> = runs.iter().map(SortedRun::last_per_key).collect();
+            let from_parts = merge_runs(&lasts, &fields()).unwrap().last_per_key();
+            prop_assert_eq!(flatten(&from_parts), flatten(&whole));
         }
     }
 }

@@ -25,7 +25,8 @@ use tempora_model::{FieldType, SeriesId, TIME_COLUMN};
 use crate::engine::{Engine, Shared};
 use crate::error::{Result, StorageError};
 use crate::field_bound::FieldBound;
-use crate::region::{Region, RegionSnapshot};
+use crate::manifest::FileMeta;
+use crate::region::{FileHandle, Region, RegionSnapshot};
 use crate::run::{SortedRun, merge_runs};
 use crate::sst::{SstFilter, read_sst_cached};
 use crate::table::Table;
@@ -331,6 +332,11 @@ impl Engine {
 
 /// Fills a region's last-value cache from its data (files and memtable, deletes applied)
 /// once after a restart or a delete. Points written meanwhile are newer and win.
+///
+/// Each file is read through its newest rows (`FileMeta::last_rows`) when it has them and
+/// no delete is pending: the newest row of each series of a merge is the newest row of the
+/// merge of each source's newest rows. A newest-rows file that cannot be read is logged and
+/// the whole files are read instead.
 pub(crate) fn ensure_lvc(shared: &Shared, table: &Table, region: &Arc<Region>) -> Result<()> {
     if region.lvc_from_files.load(Ordering::SeqCst) {
         return Ok(());
@@ -340,12 +346,26 @@ pub(crate) fn ensure_lvc(shared: &Shared, table: &Table, region: &Arc<Region>) -
         return Ok(());
     }
     let fields = table.fields();
-    let rs = RegionScan {
+    let snap = region.snapshot(&table.field_names());
+    let newest = newest_rows_snapshot(shared, &snap).map(|snap| RegionScan {
         region: region.clone(),
         ids: None,
-        snap: region.snapshot(&table.field_names()),
+        snap,
+    });
+    let full = || RegionScan {
+        region: region.clone(),
+        ids: None,
+        snap: snap.clone(),
     };
-    let run = scan_region(shared, &rs, &fields, None)?;
+    let run = match newest.map(|rs| scan_region(shared, &rs, &fields, None)) {
+        Some(Ok(run)) => run,
+        Some(Err(e)) => {
+            tracing::warn!(region = ?region.key, error = %e,
+                "could not read the files' newest rows; reading the whole files");
+            scan_region(shared, &full(), &fields, None)?
+        }
+        None => scan_region(shared, &full(), &fields, None)?,
+    };
     let field_map: Vec<(usize, FieldType)> = fields
         .iter()
         .enumerate()
@@ -369,6 +389,34 @@ pub(crate) fn ensure_lvc(shared: &Shared, table: &Table, region: &Arc<Region>) -
     }
     region.lvc_from_files.store(true, Ordering::SeqCst);
     Ok(())
+}
+
+/// `snap` with each file that has newest rows replaced by them; None when no file has them
+/// or a delete is pending (its tombstone could remove a newest row and uncover an older one).
+fn newest_rows_snapshot(shared: &Shared, snap: &RegionSnapshot) -> Option<RegionSnapshot> {
+    if !snap.tombstones.is_empty() || snap.files.iter().all(|f| f.meta.last_rows.is_none()) {
+        return None;
+    }
+    let files = snap
+        .files
+        .iter()
+        .map(|f| match &f.meta.last_rows {
+            Some(path) => FileHandle::new(
+                FileMeta {
+                    path: path.clone(),
+                    last_rows: None,
+                    ..f.meta.clone()
+                },
+                shared.store.clone(),
+            ),
+            None => f.clone(),
+        })
+        .collect();
+    Some(RegionSnapshot {
+        frozen: snap.frozen.clone(),
+        files,
+        tombstones: snap.tombstones.clone(),
+    })
 }
 
 pub(crate) fn scan_region(

@@ -257,6 +257,7 @@ mod tests {
             max_seq: min_seq + 10,
             min_seq,
             purged_seq,
+            last_rows: None,
         }
     }
 

@@ -204,6 +204,131 @@ fn latest_values_come_from_the_cache_and_survive_restart() {
     check(&e);
 }
 
+/// Writes the data of the newest-rows tests and stops without a flush: two files (series
+/// a and b in the first, a again later and c in the second, each with several rows per
+/// series, so each gets its newest rows beside it), and c's newest point only in the WAL.
+/// Returns the latest point of each host.
+fn two_files_and_a_wal(dir: &std::path::Path) -> BTreeMap<(String, i64), Option<f64>> {
+    let e = open_local(dir);
+    let rows1: Vec<(&str, i64, f64)> = (1..=8)
+        .flat_map(|i| {
+            [
+                ("a", i * SEC, i as f64),
+                ("b", (9 - i) * SEC, 10.0 + i as f64),
+            ]
+        })
+        .collect();
+    write(&e, &rows1);
+    e.flush().unwrap();
+    let rows2: Vec<(&str, i64, f64)> = (2..=9)
+        .flat_map(|i| {
+            [
+                ("a", i * SEC, 100.0 + i as f64),
+                ("c", i * SEC, 200.0 + i as f64),
+            ]
+        })
+        .collect();
+    write(&e, &rows2);
+    e.flush().unwrap();
+    write(&e, &[("c", 20 * SEC, 7.0), ("a", SEC / 2, 0.5)]);
+    drop(e);
+    [
+        (("a".to_string(), 9 * SEC), Some(109.0)),
+        (("b".to_string(), 8 * SEC), Some(11.0)),
+        (("c".to_string(), 20 * SEC), Some(7.0)),
+    ]
+    .into()
+}
+
+fn files_named(dir: &std::path::Path, newest_rows: bool) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.join("data")];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let p = entry.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            if p.is_dir() {
+                stack.push(p);
+            } else if name.ends_with(if newest_rows { ".last" } else { ".parquet" }) {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn latest_all(e: &Engine) -> BTreeMap<(String, i64), Option<f64>> {
+    let mut got = BTreeMap::new();
+    collect(&e.latest("cpu", &Matcher::All, None).unwrap(), &mut got);
+    got
+}
+
+/// After a restart the last-value cache is filled from each file's newest rows: with every
+/// whole data file that has them made unreadable, the latest values are still right.
+#[test]
+fn latest_values_after_restart_are_read_from_each_files_newest_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let want = two_files_and_a_wal(dir.path());
+    let sidecars = files_named(dir.path(), true);
+    let whole = files_named(dir.path(), false);
+    assert!(sidecars.len() >= 2, "{sidecars:?}");
+    assert_eq!(
+        sidecars.len(),
+        whole.len(),
+        "one per flushed file: {sidecars:?} {whole:?}"
+    );
+    for p in &whole {
+        std::fs::write(p, b"not parquet").unwrap();
+    }
+    let e = open_local(dir.path());
+    assert_eq!(latest_all(&e), want);
+    assert!(
+        e.scan("cpu", &ScanRequest::default()).is_err(),
+        "a full read does see the damage"
+    );
+}
+
+/// A newest-rows file that is missing is logged and the whole files are read instead; a
+/// compaction deletes its inputs' newest rows with them.
+#[test]
+fn latest_values_fall_back_to_whole_files_and_compaction_removes_newest_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let want = two_files_and_a_wal(dir.path());
+    for p in files_named(dir.path(), true) {
+        std::fs::remove_file(p).unwrap();
+    }
+    let e = open_local(dir.path());
+    assert_eq!(latest_all(&e), want, "from the whole files");
+    e.close().unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let want = two_files_and_a_wal(dir.path());
+    let before = files_named(dir.path(), true);
+    let e = open_local(dir.path());
+    e.flush().unwrap();
+    assert!(e.compact().unwrap() > 0);
+    let after = files_named(dir.path(), true);
+    assert!(
+        before.iter().any(|p| !after.contains(p)),
+        "{before:?} all left"
+    );
+    let stem = |p: &std::path::PathBuf| {
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        name.split('.').next().unwrap().to_string()
+    };
+    let whole: Vec<String> = files_named(dir.path(), false).iter().map(stem).collect();
+    for p in &after {
+        assert!(
+            whole.contains(&stem(p)),
+            "{p:?} outlived its file ({whole:?})"
+        );
+    }
+    e.close().unwrap();
+    let e = open_local(dir.path());
+    assert_eq!(latest_all(&e), want, "after compaction and restart");
+}
+
 /// Latest values across partitions (the newest partition's point wins, wherever the series'
 /// older points sit), in series-key order, and an empty answer with the full schema when
 /// nothing matches.

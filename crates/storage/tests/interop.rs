@@ -28,6 +28,10 @@ rows = con.execute(
 print(n)
 for r in rows:
     print(*r)
+# Each file's newest rows beside it (`<id>.last`) are Parquet too, one row per series.
+lasts = sorted(glob.glob(sys.argv[1] + "/data/**/*.last", recursive=True))
+for r in con.execute("select host, epoch_ns(time) from read_parquet($1) order by host", [lasts]).fetchall():
+    print("last", *r)
 "#;
     let out = std::process::Command::new("python3")
         .args(["-c", script, dir.path().to_str().unwrap()])
@@ -44,6 +48,14 @@ for r in rows:
         let sum: f64 = mine.iter().map(|r| r.2).sum();
         let (lo, hi) = (mine[0].1, mine[mine.len() - 1].1);
         want += &format!("h{h} {} {sum:?} {lo} {hi}\n", mine.len());
+    }
+    for h in 0..3 {
+        let hi = rows
+            .iter()
+            .filter(|r| r.0 == format!("h{h}"))
+            .map(|r| r.1)
+            .max();
+        want += &format!("last h{h} {}\n", hi.unwrap());
     }
     assert_eq!(String::from_utf8_lossy(&out.stdout), want);
 }

@@ -14,6 +14,7 @@ fn file(id: u64) -> FileMeta {
         min_time: 0,
         max_time: 0,
         max_seq: id,
+        last_rows: None,
     }
 }
 
@@ -168,4 +169,56 @@ fn orphans_are_removed_and_live_files_kept() {
         .map(|(p, _)| p)
         .collect();
     assert_eq!(left, vec![file(1).path]);
+}
+
+#[test]
+fn a_files_newest_rows_live_and_die_with_it() {
+    let store = FileStore::memory();
+    let mut m = Manifest::open(store.clone(), 100).unwrap();
+    let mut f = file(1);
+    let last = "data/t0/p0/b0/0000000000000001.last".to_string();
+    f.last_rows = Some(last.clone());
+    m.commit(vec![Edit::Flush {
+        region: region(),
+        files: vec![f.clone()],
+        flushed_seq: 1,
+        index_path: None,
+    }])
+    .unwrap();
+    let orphan = "data/t0/p0/b0/0000000000000002.last";
+    for p in [&f.path, &last, &orphan.to_string()] {
+        store.put(p, Bytes::from_static(b"x")).unwrap();
+    }
+    assert_eq!(m.remove_orphans().unwrap(), 1, "only the unnamed one");
+    let left: Vec<String> = store
+        .list("data")
+        .unwrap()
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    assert_eq!(
+        left,
+        vec![last.clone(), f.path.clone()],
+        "listed in name order"
+    );
+    drop(m);
+    let m = Manifest::open(store.clone(), 100).unwrap();
+    let got = &m.state().region(&region()).unwrap().files[&1];
+    assert_eq!(
+        got.last_rows.as_deref(),
+        Some(last.as_str()),
+        "kept across reopen"
+    );
+}
+
+#[test]
+fn a_file_entry_without_newest_rows_reads_as_none() {
+    let old = r#"{"id":7,"path":"p","rows":1,"size":1,"min_time":0,"max_time":0,"max_seq":7}"#;
+    let f: FileMeta = serde_json::from_str(old).unwrap();
+    assert_eq!(f.last_rows, None);
+    let back = serde_json::to_string(&f).unwrap();
+    assert!(
+        !back.contains("last_rows"),
+        "not written when absent: {back}"
+    );
 }
