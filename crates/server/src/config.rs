@@ -38,6 +38,9 @@ pub struct Config {
     /// Memory for decoded column chunks of data files (bytes; 0 = no cache). Default: a
     /// quarter of the machine's memory ([`default_decoded_cache_bytes`]).
     pub decoded_cache_bytes: usize,
+    /// After start, read the newest data into the decoded cache in the background until it
+    /// holds this percentage of its budget (0 = off; at most 100).
+    pub prewarm_percent: u8,
     /// Memory all queries may hold together (bytes).
     pub query_memory_bytes: usize,
     /// Memory one query may hold (bytes); clients may ask for less.
@@ -69,6 +72,7 @@ impl Default for Config {
             series_cache_bytes: 1 << 30,
             file_cache_bytes: 256 << 20,
             decoded_cache_bytes: default_decoded_cache_bytes(),
+            prewarm_percent: 75,
             query_memory_bytes: 2 << 30,
             query_memory_limit_bytes: 1 << 30,
             query_timeout_secs: 300,
@@ -190,6 +194,13 @@ impl Config {
             "series_cache_bytes" => self.series_cache_bytes = num(value)?,
             "file_cache_bytes" => self.file_cache_bytes = num(value)?,
             "decoded_cache_bytes" => self.decoded_cache_bytes = num(value)?,
+            "prewarm_percent" => {
+                self.prewarm_percent = value
+                    .parse::<u8>()
+                    .ok()
+                    .filter(|p| *p <= 100)
+                    .ok_or_else(|| invalid("expected a whole number from 0 to 100"))?
+            }
             "query_memory_bytes" => self.query_memory_bytes = num(value)?,
             "query_memory_limit_bytes" => self.query_memory_limit_bytes = num(value)?,
             "query_timeout_secs" => self.query_timeout_secs = num(value)? as u64,
@@ -329,6 +340,13 @@ mod tests {
             ("TEMPORA_HTTP_ADDR", "localhost", "http_addr"),
             ("TEMPORA_MAX_BODY_BYTES", "0", "must be positive"),
             ("TEMPORA_DEFAULT_DATABASE", "a.b", "must not contain '.'"),
+            (
+                "TEMPORA_PREWARM_PERCENT",
+                "101",
+                "prewarm_percent = \"101\": expected a whole number from 0 to 100",
+            ),
+            ("TEMPORA_PREWARM_PERCENT", "-1", "from 0 to 100"),
+            ("TEMPORA_PREWARM_PERCENT", "half", "from 0 to 100"),
         ];
         for (k, v, want) in cases {
             let err = Config::load(None, vec![(k.to_string(), v.to_string())], &[])

@@ -58,6 +58,7 @@ fn engine_options(c: &Config) -> Result<EngineOptions, ServerError> {
     o.index_cache_bytes = c.series_cache_bytes;
     o.sst_cache_bytes = c.file_cache_bytes;
     o.decoded_cache_bytes = c.decoded_cache_bytes;
+    o.prewarm_percent = c.prewarm_percent;
     Ok(o)
 }
 

@@ -321,6 +321,7 @@ pub struct Engine {
     pub(crate) ctl_txs: Vec<Sender<Control>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     maintenance: Mutex<Option<crate::maintenance::MaintenanceHandle>>,
+    prewarm: Mutex<Option<crate::prewarm::PrewarmHandle>>,
 }
 
 impl Engine {
@@ -410,12 +411,14 @@ impl Engine {
             }));
         }
         let maintenance = crate::maintenance::start(shared.clone());
+        let prewarm = crate::prewarm::start(shared.clone());
         Engine {
             shared,
             write_txs,
             ctl_txs,
             threads: Mutex::new(threads),
             maintenance: Mutex::new(Some(maintenance)),
+            prewarm: Mutex::new(prewarm),
         }
     }
 
@@ -664,7 +667,24 @@ impl Engine {
         r
     }
 
+    /// Waits until the prewarm thread started at open has finished (at once when there is
+    /// none, or it has already been waited for).
+    pub fn wait_prewarm(&self) {
+        if let Some(p) = self.prewarm.lock().take() {
+            p.join();
+        }
+    }
+
+    /// The decoded-column cache now: (bytes held, hits, misses).
+    pub fn decoded_cache_stats(&self) -> (usize, u64, u64) {
+        let c = &self.shared.decoded_cache;
+        (c.weight(), c.hits.get(), c.misses.get())
+    }
+
     fn stop(&self) {
+        if let Some(p) = self.prewarm.lock().take() {
+            p.stop();
+        }
         if let Some(m) = self.maintenance.lock().take() {
             m.stop();
         }

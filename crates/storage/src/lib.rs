@@ -34,6 +34,7 @@ pub mod memtable;
 pub mod metrics;
 pub mod options;
 pub mod placement;
+mod prewarm;
 mod region;
 mod replay;
 mod retention;

@@ -59,6 +59,9 @@ pub struct EngineOptions {
     /// Memory for decoded column chunks of data files that queries read (the decoded-column
     /// cache, [`crate::decoded_cache`]); 0 decodes every read.
     pub decoded_cache_bytes: usize,
+    /// After opening, a background thread reads the newest data into the caches until the
+    /// decoded-column cache holds this percentage of its budget ([`crate::prewarm`]); 0: off.
+    pub prewarm_percent: u8,
 }
 
 pub const HOUR_NS: i64 = 3_600_000_000_000;
@@ -91,6 +94,7 @@ impl Default for EngineOptions {
             index_cache_bytes: 1 << 30,
             sst_cache_bytes: 256 << 20,
             decoded_cache_bytes: 256 << 20,
+            prewarm_percent: 0,
         }
     }
 }
@@ -98,7 +102,7 @@ impl Default for EngineOptions {
 impl EngineOptions {
     /// Checks the invariants between options; a clear message names the bad option.
     pub fn validate(&self) -> Result<(), String> {
-        let checks: [(bool, &str); 7] = [
+        let checks: [(bool, &str); 8] = [
             (self.workers >= 1, "workers must be at least 1"),
             (
                 self.worker_queue_capacity >= 1,
@@ -117,6 +121,10 @@ impl EngineOptions {
             (
                 self.row_group_rows >= 1,
                 "row_group_rows must be at least 1",
+            ),
+            (
+                self.prewarm_percent <= 100,
+                "prewarm_percent must be at most 100",
             ),
         ];
         match checks.iter().find(|(ok, _)| !ok) {

@@ -266,6 +266,28 @@ pub fn read_sst_cached(
     to_run(batches, fields, filter)
 }
 
+/// Decodes the row groups of `file` into `cache` as a read of all `fields` does (with each row
+/// group's key-run starts) until `enough()`; returns how many it decoded (prewarming).
+pub(crate) fn warm_sst_cached(
+    path: &str,
+    file: &CachedSst,
+    fields: &[(String, FieldType)],
+    cache: &crate::decoded_cache::DecodedCache,
+    enough: &dyn Fn() -> bool,
+) -> Result<usize> {
+    let (row_groups, wanted) = selection(file, fields, &SstFilter::default())?;
+    let mut decoded = 0;
+    for rg in row_groups {
+        if enough() {
+            break;
+        }
+        let b = cache.row_group(path, file, rg, &wanted)?;
+        cache.derived(path, rg, Derived::KeyRunStarts, || key_run_starts(&b));
+        decoded += 1;
+    }
+    Ok(decoded)
+}
+
 /// The row groups a read needs (time and key statistics may overlap the filter) and the root
 /// columns it decodes: the key, time, seq and the fields asked for (not the tag columns, which
 /// exist for other tools, nor other fields), ascending.

@@ -767,3 +767,53 @@ fn series_filters_skip_row_groups_without_losing_rows() {
         assert_eq!(got, want, "{pick:?}");
     }
 }
+
+/// After a restart the prewarm thread decodes the newest data into the decoded-column cache,
+/// so a full read decodes nothing more and returns the same rows; a small share stops early;
+/// 0 leaves the cache empty.
+#[test]
+fn prewarm_fills_the_decoded_cache_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = |percent: u8, budget: usize| tempora_storage::options::EngineOptions {
+        row_group_rows: 100,
+        prewarm_percent: percent,
+        decoded_cache_bytes: budget,
+        ..small_opts()
+    };
+    let e = Engine::open(opts(0, 64 << 20), EngineIo::local(dir.path()).unwrap()).unwrap();
+    let rows: Vec<(String, i64, f64)> = (0..2000)
+        .map(|i| (format!("h{}", i % 5), i * SEC, i as f64))
+        .collect();
+    let refs: Vec<(&str, i64, f64)> = rows.iter().map(|(h, t, v)| (h.as_str(), *t, *v)).collect();
+    write(&e, &refs);
+    e.close().unwrap();
+    let reopen = |percent, budget| {
+        let e = Engine::open(opts(percent, budget), EngineIo::local(dir.path()).unwrap()).unwrap();
+        e.wait_prewarm();
+        e
+    };
+
+    let e = reopen(0, 64 << 20);
+    assert_eq!(e.decoded_cache_stats(), (0, 0, 0), "off: nothing read");
+    let want = read_all(&e);
+    assert_eq!(want.len(), 2000);
+    e.close().unwrap();
+
+    let e = reopen(100, 64 << 20);
+    let (bytes, hits, misses) = e.decoded_cache_stats();
+    assert!(bytes > 0 && misses > 0, "{bytes} {misses}");
+    assert_eq!(read_all(&e), want);
+    let after = e.decoded_cache_stats();
+    assert_eq!(after.2, misses, "the read decoded nothing more");
+    assert!(after.1 > hits, "it was answered from the cache");
+    e.close().unwrap();
+
+    let e = reopen(10, 100_000);
+    let (bytes, _, misses) = e.decoded_cache_stats();
+    assert!(bytes >= 10_000, "stopped at the limit, not before: {bytes}");
+    assert_eq!(read_all(&e), want);
+    assert!(
+        e.decoded_cache_stats().2 > misses,
+        "the rest was decoded by the read"
+    );
+}
