@@ -638,3 +638,62 @@ async fn explain_shows_the_fast_path_and_its_pruning() {
         "{latest}"
     );
 }
+
+/// Enough series (300 hosts, over several regions and two partitions, half in files) for the
+/// fast path to read regions ahead on a thread of its own: the rows are DataFusion's.
+#[tokio::test]
+async fn many_series_read_ahead_answer_as_datafusion_does() {
+    let (engine, dbs) = engine();
+    let fast = QueryService::new(dbs.clone(), QueryLimits::default()).unwrap();
+    let planner = planner_only(dbs);
+    let start = 1_704_150_000i64; // 2024-01-01T23:00:00Z
+    for k in 0..6i64 {
+        let ts = chrono::DateTime::from_timestamp(start + k * 1200, 0)
+            .unwrap()
+            .format("%Y-%m-%dT%H:%M:%SZ");
+        let values: Vec<String> = (0..300i64)
+            .map(|h| {
+                format!(
+                    "('{ts}', 'h{h}', 'r{}', {}, {}.5)",
+                    h % 7,
+                    (h * 31 + k) % 97,
+                    h - k
+                )
+            })
+            .collect();
+        exec(
+            &fast,
+            &format!(
+                "INSERT INTO w (time, host, region, i, f) VALUES {}",
+                values.join(", ")
+            ),
+        )
+        .await;
+        if k == 2 {
+            flush(&engine).await;
+        }
+    }
+    let explain = run(&fast, "EXPLAIN SELECT date_trunc('hour', time) AS hour, host, avg(i) AS a FROM w GROUP BY hour, host").await;
+    let plan = format!("{:?}", rows(&explain));
+    assert!(
+        plan.contains("series=600/600"),
+        "two partitions of 300 series: {plan}"
+    );
+    for sql in [
+        "SELECT date_trunc('hour', time) AS hour, host, avg(i) AS a, max(f) AS b FROM w \
+         GROUP BY hour, host ORDER BY hour, host",
+        "SELECT date_trunc('minute', time) AS m, region, sum(i) AS s, count(*) AS n FROM w \
+         WHERE time >= '2024-01-01T23:10:00Z' GROUP BY m, region ORDER BY m, region",
+        "SELECT date_trunc('hour', time) AS hour, max(i) AS a, min(f) AS b FROM w \
+         GROUP BY hour ORDER BY hour",
+    ] {
+        assert!(
+            fast.recognize_fast("db", sql).is_some(),
+            "not recognised: {sql}"
+        );
+        let (a, b) = (run(&fast, sql).await, run(&planner, sql).await);
+        assert_eq!(columns(&a), columns(&b), "columns of {sql}");
+        assert_eq!(rows(&a), rows(&b), "rows of {sql}");
+        assert!(!rows(&a).is_empty(), "{sql}");
+    }
+}

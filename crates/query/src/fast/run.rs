@@ -173,6 +173,16 @@ pub fn run_blocking(
     unreachable!("the last window is always answered")
 }
 
+/// Fewest series a scan reads for its regions to be read ahead on a thread of their own:
+/// below it, starting the thread and handing runs over costs more than the overlap saves
+/// (a few hosts over an hour take well under a millisecond in all).
+const READ_AHEAD_MIN_SERIES: usize = 256;
+
+/// Whether a scan of `regions` regions holding `series` selected series reads ahead.
+fn read_ahead(regions: usize, series: usize) -> bool {
+    regions >= 2 && series >= READ_AHEAD_MIN_SERIES
+}
+
 fn fold_window(
     engine: &Engine,
     table: &str,
@@ -193,8 +203,8 @@ fn fold_window(
         field_bounds: Vec::new(),
     };
     let plan = engine.plan_scan(table, &req)?;
-    if plan.regions() < 2 {
-        // Nothing to read ahead of: no thread.
+    if !read_ahead(plan.regions(), plan.stats.series_kept) {
+        // Nothing to read ahead of, or too little to pay for a thread.
         for region in 0..plan.regions() {
             if cancel.load(Ordering::Relaxed) {
                 return Ok(None);
@@ -288,6 +298,19 @@ mod tests {
     use crate::fast::{FastQuery, recognize};
 
     const MIN: i64 = 60_000_000_000;
+
+    #[test]
+    fn reads_ahead_only_for_several_regions_and_many_series() {
+        for (name, regions, series, want) in [
+            ("one region", 1, 100_000, false),
+            ("a few hosts over four regions", 4, 8, false),
+            ("just below", 4, READ_AHEAD_MIN_SERIES - 1, false),
+            ("at the threshold", 2, READ_AHEAD_MIN_SERIES, true),
+            ("every host of four regions", 4, 4000, true),
+        ] {
+            assert_eq!(read_ahead(regions, series), want, "{name}");
+        }
+    }
 
     fn query(sql: &str) -> BucketQuery {
         use tempora_model::{ColumnKind, FieldType, TableSchema};
