@@ -55,8 +55,11 @@ pub(crate) fn limit(budget: usize, percent: u8) -> usize {
 /// Starts the prewarm thread, or none when the limit is 0 or there is no data file.
 pub(crate) fn start(shared: Arc<Shared>) -> Option<PrewarmHandle> {
     let limit = limit(shared.opts.decoded_cache_bytes, shared.opts.prewarm_percent);
+    if limit == 0 {
+        return None;
+    }
     let files = newest_first(&shared);
-    if limit == 0 || files.is_empty() {
+    if files.is_empty() {
         return None;
     }
     let stop = Arc::new(AtomicBool::new(false));

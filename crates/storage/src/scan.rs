@@ -347,24 +347,23 @@ pub(crate) fn ensure_lvc(shared: &Shared, table: &Table, region: &Arc<Region>) -
     }
     let fields = table.fields();
     let snap = region.snapshot(&table.field_names());
-    let newest = newest_rows_snapshot(shared, &snap).map(|snap| RegionScan {
-        region: region.clone(),
-        ids: None,
-        snap,
-    });
-    let full = || RegionScan {
-        region: region.clone(),
-        ids: None,
-        snap: snap.clone(),
+    let read = |snap: RegionSnapshot| {
+        let rs = RegionScan {
+            region: region.clone(),
+            ids: None,
+            snap,
+        };
+        scan_region(shared, &rs, &fields, None)
     };
-    let run = match newest.map(|rs| scan_region(shared, &rs, &fields, None)) {
+    let newest = newest_rows_snapshot(shared, &snap).map(read);
+    let run = match newest {
         Some(Ok(run)) => run,
         Some(Err(e)) => {
             tracing::warn!(region = ?region.key, error = %e,
                 "could not read the files' newest rows; reading the whole files");
-            scan_region(shared, &full(), &fields, None)?
+            read(snap)?
         }
-        None => scan_region(shared, &full(), &fields, None)?,
+        None => read(snap)?,
     };
     let field_map: Vec<(usize, FieldType)> = fields
         .iter()

@@ -258,12 +258,23 @@ pub fn read_sst_cached(
     cache: &crate::decoded_cache::DecodedCache,
 ) -> Result<SortedRun> {
     let (row_groups, wanted) = selection(file, fields, filter)?;
-    let batches = row_groups.into_iter().map(|rg| {
-        let b = cache.row_group(path, file, rg, &wanted)?;
-        let starts = cache.derived(path, rg, Derived::KeyRunStarts, || key_run_starts(&b));
-        Ok((b, starts))
-    });
+    let batches = row_groups
+        .into_iter()
+        .map(|rg| cached_row_group(path, file, rg, &wanted, cache));
     to_run(batches, fields, filter)
+}
+
+/// Row group `rg`'s `wanted` columns with its key-run starts, from `cache` or decoded into it.
+fn cached_row_group(
+    path: &str,
+    file: &CachedSst,
+    rg: usize,
+    wanted: &[usize],
+    cache: &crate::decoded_cache::DecodedCache,
+) -> Result<Decoded> {
+    let b = cache.row_group(path, file, rg, wanted)?;
+    let starts = cache.derived(path, rg, Derived::KeyRunStarts, || key_run_starts(&b));
+    Ok((b, starts))
 }
 
 /// Decodes the row groups of `file` into `cache` as a read of all `fields` does (with each row
@@ -281,8 +292,7 @@ pub(crate) fn warm_sst_cached(
         if enough() {
             break;
         }
-        let b = cache.row_group(path, file, rg, &wanted)?;
-        cache.derived(path, rg, Derived::KeyRunStarts, || key_run_starts(&b));
+        cached_row_group(path, file, rg, &wanted, cache)?;
         decoded += 1;
     }
     Ok(decoded)
@@ -466,10 +476,7 @@ fn convert_batch(
             let n = s.hi - s.lo;
             let mut c: Vec<ArrayRef> = vec![Arc::new(ranks.slice(at, n))];
             c.extend(cols.iter().map(|col| col.slice(s.lo, n)));
-            for (c, (_, ty)) in c[3..].iter_mut().zip(fields) {
-                *c = as_field_type(c, *ty);
-            }
-            out.push(RecordBatch::try_new(schema.clone(), c)?);
+            out.push(run_batch(schema, c, fields)?);
             at += n;
         }
         return Ok(());
@@ -486,11 +493,21 @@ fn convert_batch(
     for c in &cols {
         kept.push(predicate.filter(c)?);
     }
-    for (c, (_, ty)) in kept[3..].iter_mut().zip(fields) {
+    out.push(run_batch(schema, kept, fields)?);
+    Ok(())
+}
+
+/// A run batch from its rank, time and seq columns and the fields as read, each field turned
+/// to its run type.
+fn run_batch(
+    schema: &SchemaRef,
+    mut cols: Vec<ArrayRef>,
+    fields: &[(String, FieldType)],
+) -> Result<RecordBatch> {
+    for (c, (_, ty)) in cols[3..].iter_mut().zip(fields) {
         *c = as_field_type(c, *ty);
     }
-    out.push(RecordBatch::try_new(schema.clone(), kept)?);
-    Ok(())
+    Ok(RecordBatch::try_new(schema.clone(), cols)?)
 }
 
 /// A file's time column as nanoseconds, without a copy when it is what files hold.
