@@ -388,21 +388,43 @@ mod tests {
         }
     }
 
+    /// Rows of up to three writes: (series, time, a, b), a few series and times so that
+    /// points repeat within and across writes.
+    type Part = Vec<(u32, i64, Option<f64>, Option<f64>)>;
+
+    fn parts() -> impl Strategy<Value = Vec<Part>> {
+        let row = (
+            0u32..4,
+            0i64..6,
+            proptest::option::of(0.0f64..9.0),
+            proptest::option::of(0.0f64..9.0),
+        );
+        proptest::collection::vec(proptest::collection::vec(row, 0..12), 1..4)
+    }
+
+    /// Each part as a run, its rows numbered by one write sequence across parts; also every
+    /// row so numbered.
+    fn numbered_runs(parts: Vec<Part>) -> (Vec<SortedRun>, Vec<TRow>) {
+        let mut seq = 0u64;
+        let (mut runs, mut all) = (Vec::new(), Vec::new());
+        for p in parts {
+            let rows: Vec<TRow> = p
+                .into_iter()
+                .map(|(s, t, a, b)| {
+                    seq += 1;
+                    (s, t, seq, a, b)
+                })
+                .collect();
+            runs.push(SortedRun::from_series_batch(&batch(&rows), &fields(), key).unwrap());
+            all.extend(rows);
+        }
+        (runs, all)
+    }
+
     proptest! {
         #[test]
-        fn merge_matches_model(
-            parts in proptest::collection::vec(
-                proptest::collection::vec((0u32..4, 0i64..6, proptest::option::of(0.0f64..9.0), proptest::option::of(0.0f64..9.0)), 0..12),
-                1..4)
-        ) {
-            let mut seq = 0u64;
-            let mut all = Vec::new();
-            let mut runs = Vec::new();
-            for p in parts {
-                let rows: Vec<TRow> = p.into_iter().map(|(s, t, a, b)| { seq += 1; (s, t, seq, a, b) }).collect();
-                all.extend(rows.iter().cloned());
-                runs.push(SortedRun::from_series_batch(&batch(&rows), &fields(), key).unwrap());
-            }
+        fn merge_matches_model(parts in parts()) {
+            let (runs, all) = numbered_runs(parts);
             let merged = merge_runs(&runs, &fields()).unwrap();
             prop_assert_eq!(flatten(&merged), model(&all));
             prop_assert!(is_sorted(&merged.batch));
@@ -411,17 +433,8 @@ mod tests {
         /// What a fill from each file's newest rows relies on: the newest row of each key of
         /// a merge equals the newest row of each key of the merge of each run's newest rows.
         #[test]
-        fn newest_rows_of_parts_merge_to_the_newest_rows_of_the_whole(
-            parts in proptest::collection::vec(
-                proptest::collection::vec((0u32..4, 0i64..6, proptest::option::of(0.0f64..9.0), proptest::option::of(0.0f64..9.0)), 0..12),
-                1..4)
-        ) {
-            let mut seq = 0u64;
-            let mut runs = Vec::new();
-            for p in parts {
-                let rows: Vec<TRow> = p.into_iter().map(|(s, t, a, b)| { seq += 1; (s, t, seq, a, b) }).collect();
-                runs.push(SortedRun::from_series_batch(&batch(&rows), &fields(), key).unwrap());
-            }
+        fn newest_rows_of_parts_merge_to_the_newest_rows_of_the_whole(parts in parts()) {
+            let (runs, _) = numbered_runs(parts);
             let whole = merge_runs(&runs, &fields()).unwrap().last_per_key();
             let lasts: Vec<SortedRun> = runs.iter().map(SortedRun::last_per_key).collect();
             let from_parts = merge_runs(&lasts, &fields()).unwrap().last_per_key();

@@ -13,10 +13,6 @@ use tempora_storage::{DeleteRequest, Engine, EngineIo, Matcher, StorageError};
 
 type Rows = BTreeMap<(String, i64), Option<f64>>;
 
-fn open_local(dir: &std::path::Path) -> Engine {
-    Engine::open(small_opts(), EngineIo::local(dir).unwrap()).unwrap()
-}
-
 fn hosts(h: &[&str]) -> Matcher {
     Matcher::Or(
         h.iter()

@@ -18,6 +18,16 @@ fn file(id: u64) -> FileMeta {
     }
 }
 
+/// The paths the store lists under `dir`, in its order.
+fn paths(store: &FileStore, dir: &str) -> Vec<String> {
+    store
+        .list(dir)
+        .unwrap()
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect()
+}
+
 fn region() -> RegionKey {
     RegionKey {
         table: TableId(0),
@@ -59,12 +69,7 @@ fn edits_survive_reopen_across_checkpoints() {
     assert_eq!(want.region(&region()).unwrap().files.len(), 6);
     assert_eq!(want.next_file_id, 10);
     // Old edits were folded into checkpoints.
-    let names: Vec<String> = store
-        .list("manifest")
-        .unwrap()
-        .into_iter()
-        .map(|(p, _)| p)
-        .collect();
+    let names = paths(&store, "manifest");
     assert!(
         names.iter().filter(|p| p.ends_with(".ckpt")).count() == 1,
         "{names:?}"
@@ -162,12 +167,7 @@ fn orphans_are_removed_and_live_files_kept() {
         .put(&file(2).path, Bytes::from_static(b"orphan"))
         .unwrap();
     assert_eq!(m.remove_orphans().unwrap(), 1);
-    let left: Vec<String> = store
-        .list("data")
-        .unwrap()
-        .into_iter()
-        .map(|(p, _)| p)
-        .collect();
+    let left = paths(&store, "data");
     assert_eq!(left, vec![file(1).path]);
 }
 
@@ -190,12 +190,7 @@ fn a_files_newest_rows_live_and_die_with_it() {
         store.put(p, Bytes::from_static(b"x")).unwrap();
     }
     assert_eq!(m.remove_orphans().unwrap(), 1, "only the unnamed one");
-    let left: Vec<String> = store
-        .list("data")
-        .unwrap()
-        .into_iter()
-        .map(|(p, _)| p)
-        .collect();
+    let left = paths(&store, "data");
     assert_eq!(
         left,
         vec![last.clone(), f.path.clone()],

@@ -69,3 +69,24 @@ pub fn collect(b: &RecordBatch, out: &mut BTreeMap<(String, i64), Option<f64>>) 
         out.insert((host.value(i).to_string(), time.value(i)), val);
     }
 }
+
+/// Opens an engine with [`small_opts`] on files under `dir`.
+pub fn open_local(dir: &std::path::Path) -> Engine {
+    Engine::open(small_opts(), tempora_storage::EngineIo::local(dir).unwrap()).unwrap()
+}
+
+/// Every file under `p`, recursively, as a path string.
+pub fn walk(p: &std::path::Path) -> impl Iterator<Item = String> {
+    let mut out = Vec::new();
+    let mut stack = vec![p.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(d).unwrap().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else {
+                out.push(e.path().display().to_string());
+            }
+        }
+    }
+    out.into_iter()
+}
