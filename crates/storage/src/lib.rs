@@ -38,6 +38,7 @@ mod prewarm;
 mod region;
 mod replay;
 mod retention;
+pub mod rg_index;
 mod row_select;
 pub mod run;
 mod scan;

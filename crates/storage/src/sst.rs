@@ -20,7 +20,6 @@ use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
-use parquet::file::statistics::Statistics;
 use parquet::schema::types::ColumnPath;
 use tempora_model::{FieldType, PRIMARY_KEY_COLUMN, SEQ_COLUMN, TIME_COLUMN};
 
@@ -307,33 +306,12 @@ fn selection(
     filter: &SstFilter,
 ) -> Result<(Vec<usize>, Vec<usize>)> {
     let file_schema = file.meta.schema();
-    let meta = file.meta.metadata();
-    let time_idx = file_schema.index_of(TIME_COLUMN)?;
-    let key_idx = file_schema.index_of(PRIMARY_KEY_COLUMN)?;
-    let row_groups: Vec<usize> = (0..meta.num_row_groups())
-        .filter(|&i| {
-            let rg = meta.row_group(i);
-            let time_ok = match (filter.time, rg.column(time_idx).statistics()) {
-                (Some((start, end)), Some(Statistics::Int64(s))) => {
-                    match (s.min_opt(), s.max_opt()) {
-                        (Some(&min), Some(&max)) => max >= start && min < end,
-                        _ => true,
-                    }
-                }
-                _ => true,
-            };
-            let keys_ok = match (&filter.keys, rg.column(key_idx).statistics()) {
-                (Some(want), Some(Statistics::ByteArray(s))) => {
-                    match (s.min_bytes_opt(), s.max_bytes_opt()) {
-                        (Some(min), Some(max)) => any_key_within(want, min, max),
-                        _ => true,
-                    }
-                }
-                _ => true,
-            };
-            time_ok && keys_ok
-        })
-        .collect();
+    // Both columns must exist (as the statistics test required before the index).
+    file_schema.index_of(TIME_COLUMN)?;
+    file_schema.index_of(PRIMARY_KEY_COLUMN)?;
+    let row_groups = file
+        .rg_index
+        .select(filter.keys.as_ref().map(|k| k.as_slice()), filter.time);
     let wanted: Vec<usize> = file_schema
         .fields()
         .iter()
@@ -382,13 +360,6 @@ fn key_run_starts(b: &RecordBatch) -> Option<ArrayRef> {
     let pk = b.column_by_name(PRIMARY_KEY_COLUMN)?;
     let ids = pk.as_dictionary_opt::<UInt32Type>()?.keys().values();
     Some(Arc::new(UInt32Array::from(run_starts(ids)?)))
-}
-
-/// Whether a sorted key list holds a key in `[min, max]` (a row group's key statistics;
-/// truncated statistics are still bounds, so the test never drops a group that matches).
-fn any_key_within(want: &[Bytes], min: &[u8], max: &[u8]) -> bool {
-    let first = want.partition_point(|k| k.as_ref() < min);
-    want.get(first).is_some_and(|k| k.as_ref() <= max)
 }
 
 /// Converts one file batch to run form, appending newly seen keys to `keys` (rows are sorted by
@@ -687,26 +658,6 @@ mod tests {
             .map(|(_, t)| *t)
             .collect();
         assert_eq!(b_times, vec![124, 139, 156]);
-    }
-
-    #[test]
-    fn row_group_key_ranges() {
-        let want: Vec<Bytes> = ["b", "d", "f"].iter().map(|k| Bytes::from(*k)).collect();
-        for (name, min, max, keep) in [
-            ("holds one", "c", "d", true),
-            ("exactly a key", "d", "d", true),
-            ("between keys", "bb", "cz", false),
-            ("before all", "a", "az", false),
-            ("after all", "g", "z", false),
-            ("spans all", "a", "z", true),
-        ] {
-            assert_eq!(
-                any_key_within(&want, min.as_bytes(), max.as_bytes()),
-                keep,
-                "{name}"
-            );
-        }
-        assert!(!any_key_within(&[], b"a", b"z"), "no keys wanted");
     }
 
     use arrow::array::Float64Array;

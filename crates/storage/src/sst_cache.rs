@@ -19,6 +19,7 @@ use tempora_index::LruCache;
 
 use crate::error::{Result, StorageError};
 use crate::metrics::Counter;
+use crate::rg_index::RowGroupIndex;
 use crate::store::FileStore;
 
 /// A data file's bytes and its decoded footer.
@@ -26,6 +27,8 @@ use crate::store::FileStore;
 pub struct CachedSst {
     pub data: Bytes,
     pub meta: ArrowReaderMetadata,
+    /// The row groups' time and key bounds, copied out of the footer once.
+    pub rg_index: RowGroupIndex,
 }
 
 impl CachedSst {
@@ -37,12 +40,32 @@ impl CachedSst {
                 source: e,
             }
         })?;
-        Ok(Self { data, meta })
+        let rg_index = row_group_index(&meta);
+        Ok(Self {
+            data,
+            meta,
+            rg_index,
+        })
     }
 
     /// Memory the entry holds (its weight in the cache).
     pub fn weight(&self) -> usize {
-        self.data.len() + self.meta.metadata().memory_size()
+        self.data.len() + self.meta.metadata().memory_size() + self.rg_index.memory_bytes()
+    }
+}
+
+/// The row-group index of a data file's footer (every row group unbounded when the file lacks
+/// a time or key column; reading it then fails as it did before).
+fn row_group_index(meta: &ArrowReaderMetadata) -> RowGroupIndex {
+    let schema = meta.schema();
+    match (
+        schema.index_of(tempora_model::TIME_COLUMN),
+        schema.index_of(tempora_model::PRIMARY_KEY_COLUMN),
+    ) {
+        (Ok(t), Ok(k)) => RowGroupIndex::from_metadata(meta.metadata(), t, k),
+        _ => {
+            RowGroupIndex::from_bounds((0..meta.metadata().num_row_groups()).map(|_| (None, None)))
+        }
     }
 }
 
