@@ -44,9 +44,9 @@ enum Slot {
 /// Arrays computed once from a row group's decoded columns and kept with them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Derived {
-    /// Where each series' run of the key column begins, then the row count (`UInt32`):
-    /// `row_select::run_starts`.
-    KeyRunStarts,
+    /// Each series' run of the key column (start, id, first and last time), then the row
+    /// count (`Int64`): `row_select::key_runs`.
+    KeyRuns,
 }
 
 /// LRU of decoded column chunks.
@@ -242,17 +242,17 @@ mod tests {
             made.set(made.get() + 1);
             Some(Arc::new(Int64Array::from(vec![v])) as ArrayRef)
         };
-        let first = cache.derived("f", 0, Derived::KeyRunStarts, || make(1));
-        let again = cache.derived("f", 0, Derived::KeyRunStarts, || make(2));
+        let first = cache.derived("f", 0, Derived::KeyRuns, || make(1));
+        let again = cache.derived("f", 0, Derived::KeyRuns, || make(2));
         assert_eq!(first, again, "the kept array, not a new one");
         assert_eq!(made.get(), 1);
         // Another row group or file is its own entry; a column entry is not confused with it.
-        cache.derived("f", 1, Derived::KeyRunStarts, || make(3));
-        cache.derived("g", 0, Derived::KeyRunStarts, || make(4));
+        cache.derived("f", 1, Derived::KeyRuns, || make(3));
+        cache.derived("g", 0, Derived::KeyRuns, || make(4));
         assert_eq!(made.get(), 3);
         // Nothing made, nothing kept: the next call makes it again.
-        assert_eq!(cache.derived("h", 0, Derived::KeyRunStarts, || None), None);
-        let h = cache.derived("h", 0, Derived::KeyRunStarts, || make(5));
+        assert_eq!(cache.derived("h", 0, Derived::KeyRuns, || None), None);
+        let h = cache.derived("h", 0, Derived::KeyRuns, || make(5));
         assert_eq!(h.unwrap().as_primitive::<Int64Type>().value(0), 5);
     }
 

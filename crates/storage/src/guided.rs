@@ -51,12 +51,19 @@ pub fn run_end(ids: &[u32], start: usize, hint: usize) -> usize {
     start + gallop(s, hint, |&x| x == id)
 }
 
-/// How many leading values of `run` (ascending) are below `x`, guessing by interpolation
-/// between the first and last values (exact for a series at a fixed step).
-pub fn count_below(run: &[i64], x: i64) -> usize {
-    let (Some(&first), Some(&last)) = (run.first(), run.last()) else {
+/// How many leading values of `run` (ascending; `first` and `last` are its ends, kept
+/// elsewhere so that a search whose answer lies inside the run reads only the values near its
+/// guess) are below `x`, guessing by interpolation between the ends (exact for a series at a
+/// fixed step).
+pub fn count_below_within(run: &[i64], first: i64, last: i64, x: i64) -> usize {
+    if run.is_empty() {
         return 0;
-    };
+    }
+    debug_assert_eq!(
+        (run[0], run[run.len() - 1]),
+        (first, last),
+        "the run's ends"
+    );
     if x <= first {
         return 0;
     }
@@ -83,11 +90,17 @@ mod tests {
                 "{name}: x {x} guess {guess}"
             );
         }
-        assert_eq!(count_below(s, x), want, "{name}: count_below x {x}");
+        if let (Some(&first), Some(&last)) = (s.first(), s.last()) {
+            assert_eq!(
+                count_below_within(s, first, last, x),
+                want,
+                "{name}: count_below_within x {x}"
+            );
+        }
     }
 
     #[test]
-    fn gallop_and_count_below_equal_partition_point() {
+    fn gallop_and_count_below_within_equal_partition_point() {
         let regular: Vec<i64> = (0..100).map(|i| 1_000 + i * 10).collect();
         let gappy: Vec<i64> = (0..100).map(|i| i * i * 7 - 300).collect();
         let dupes = vec![5, 5, 5, 6, 6, 9, 9, 9, 9, 20];

@@ -8,7 +8,7 @@
 
 use bytes::Bytes;
 
-use crate::guided::{count_below, run_end};
+use crate::guided::{count_below_within, run_end};
 use crate::sst::SstFilter;
 
 /// Ranks (into `keys`) and key-filter flags of rows whose keys are `value(ids[i])`. Rows are
@@ -77,29 +77,28 @@ pub(crate) struct Segment {
 
 /// The rows of a batch sorted by key then time that the filter keeps, as one segment per
 /// kept series. A key's rows are contiguous (one dictionary id per key in a row group):
-/// `starts` are where each id's run begins (then the row count), as [`run_starts`] finds them
-/// (a cached read keeps them with the row group); within a run the time range is found by
-/// interpolation (`guided::count_below`). Cost: a few reads per series when series are
-/// regular, a logarithm when not; never the number of rows. `None` when an id turns up in two
-/// places (the rows are not sorted as a data file's are).
+/// `runs` describes each id's run ([`key_runs`]; a cached read keeps it with the row group);
+/// within a run the time range is found by interpolation (`guided::count_below_within`) from
+/// the run's first and last time kept in `runs`, so a run is read only near the answer.
+/// Cost: a few reads per series when series are regular, a logarithm when not; never the
+/// number of rows. `None` when an id turns up in two places (the rows are not sorted as a data
+/// file's are).
 pub(crate) fn segments<'a>(
-    ids: &[u32],
-    starts: &[u32],
+    runs: &[i64],
     times: &[i64],
     value: impl Fn(u32) -> &'a [u8],
     filter: &SstFilter,
     keys: &mut Vec<Bytes>,
 ) -> Option<Vec<Segment>> {
-    debug_assert_eq!(starts.last().map(|&s| s as usize), Some(ids.len()));
+    let runs = KeyRuns::new(runs);
+    debug_assert_eq!(runs.rows(), times.len());
     let mut out = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    for w in starts.windows(2) {
-        let (a, b) = (w[0] as usize, w[1] as usize);
-        let id = ids[a];
-        if !seen.insert(id) {
+    for r in runs.iter() {
+        if !seen.insert(r.id) {
             return None;
         }
-        let k = value(id);
+        let k = value(r.id);
         if keys.last().map(|l| l.as_ref()) != Some(k) {
             keys.push(Bytes::copy_from_slice(k));
         }
@@ -108,9 +107,11 @@ pub(crate) fn segments<'a>(
             .as_ref()
             .is_none_or(|want| want.binary_search_by(|w| w.as_ref().cmp(k)).is_ok());
         if wanted {
+            let (a, b) = (r.start, r.end);
             let run = &times[a..b];
+            let below = |x| a + count_below_within(run, r.first, r.last, x);
             let (lo, hi) = match filter.time {
-                Some((start, end)) => (a + count_below(run, start), a + count_below(run, end)),
+                Some((start, end)) => (below(start), below(end)),
                 None => (a, b),
             };
             if lo < hi {
@@ -139,6 +140,69 @@ pub fn run_starts(ids: &[u32]) -> Option<Vec<u32>> {
     }
     out.push(ids.len() as u32);
     Some(out)
+}
+
+/// A row group's key runs packed in one `i64` buffer: for each run `[start, id, first time,
+/// last time]`, then the row count. One small buffer per row group, so that finding a
+/// series' rows reads it and the time column near the answer, not the run's ends nor the
+/// id column (each a separate memory page when cold). `None` past `u32` rows or when `ids`
+/// and `times` differ in length.
+pub fn key_runs(ids: &[u32], times: &[i64]) -> Option<Vec<i64>> {
+    if ids.len() != times.len() {
+        return None;
+    }
+    let starts = run_starts(ids)?;
+    let mut out = Vec::with_capacity(starts.len() * 4);
+    for w in starts.windows(2) {
+        let (a, b) = (w[0] as usize, w[1] as usize);
+        out.extend([a as i64, i64::from(ids[a]), times[a], times[b - 1]]);
+    }
+    out.push(ids.len() as i64);
+    Some(out)
+}
+
+/// One run of [`key_runs`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct KeyRun {
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) id: u32,
+    pub(crate) first: i64,
+    pub(crate) last: i64,
+}
+
+/// A view of [`key_runs`]' buffer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KeyRuns<'a>(&'a [i64]);
+
+impl<'a> KeyRuns<'a> {
+    pub(crate) fn new(raw: &'a [i64]) -> Self {
+        assert_eq!(
+            raw.len() % 4,
+            1,
+            "key runs: 4 values per run, then the row count"
+        );
+        Self(raw)
+    }
+
+    /// The row count.
+    pub(crate) fn rows(&self) -> usize {
+        self.0[self.0.len() - 1] as usize
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = KeyRun> + 'a {
+        let raw = self.0;
+        (0..raw.len() / 4).map(move |i| {
+            let r = &raw[4 * i..4 * i + 5];
+            KeyRun {
+                start: r[0] as usize,
+                end: r[4] as usize,
+                id: r[1] as u32,
+                first: r[2],
+                last: r[3],
+            }
+        })
+    }
 }
 
 /// The ranks of the kept rows and the mask that keeps them.
@@ -226,8 +290,7 @@ mod tests {
         for (name, filter, expect) in cases {
             let mut keys = Vec::new();
             let got = segments(
-                &ids,
-                &run_starts(&ids).unwrap(),
+                &key_runs(&ids, &times).unwrap(),
                 &times,
                 |i| names[i as usize],
                 &filter,
@@ -239,8 +302,7 @@ mod tests {
         // A key continuing from the previous batch keeps its rank.
         let mut keys = vec![Bytes::from_static(b"a")];
         let got = segments(
-            &ids,
-            &run_starts(&ids).unwrap(),
+            &key_runs(&ids, &times).unwrap(),
             &times,
             |i| names[i as usize],
             &SstFilter::default(),
@@ -250,8 +312,7 @@ mod tests {
         // An id in two places is not a data file's order.
         let mut keys = Vec::new();
         let bad = segments(
-            &[0, 1, 0],
-            &run_starts(&[0, 1, 0]).unwrap(),
+            &key_runs(&[0, 1, 0], &[1, 1, 2]).unwrap(),
             &[1, 1, 2],
             |i| names[i as usize],
             &SstFilter::default(),
@@ -274,6 +335,44 @@ mod tests {
             ("an id again later", vec![0, 1, 0], vec![0, 1, 2, 3]),
         ] {
             assert_eq!(run_starts(&ids), Some(want), "{name}");
+        }
+    }
+
+    #[test]
+    fn key_runs_pack_each_run_and_the_row_count() {
+        type Case = (&'static str, Vec<u32>, Vec<i64>, Option<Vec<i64>>);
+        let cases: Vec<Case> = vec![
+            ("empty", vec![], vec![], Some(vec![0])),
+            ("one row", vec![7], vec![5], Some(vec![0, 7, 5, 5, 1])),
+            (
+                "two runs",
+                vec![3, 3, 3, 1, 1],
+                vec![10, 20, 30, 5, 6],
+                Some(vec![0, 3, 10, 30, 3, 1, 5, 6, 5]),
+            ),
+            ("lengths differ", vec![1, 1], vec![1], None),
+        ];
+        for (name, ids, times, want) in cases {
+            let got = key_runs(&ids, &times);
+            assert_eq!(got, want, "{name}");
+            if let Some(raw) = got {
+                let runs: Vec<KeyRun> = KeyRuns::new(&raw).iter().collect();
+                let starts: Vec<usize> = runs.iter().map(|r| r.start).collect();
+                let want_starts: Vec<usize> = run_starts(&ids)
+                    .unwrap()
+                    .iter()
+                    .map(|&s| s as usize)
+                    .collect();
+                assert_eq!(starts, want_starts[..want_starts.len() - 1], "{name}");
+                for r in runs {
+                    assert_eq!(
+                        (r.first, r.last),
+                        (times[r.start], times[r.end - 1]),
+                        "{name}"
+                    );
+                    assert!(ids[r.start..r.end].iter().all(|&i| i == r.id), "{name}");
+                }
+            }
         }
     }
 

@@ -25,7 +25,7 @@ use tempora_model::{FieldType, PRIMARY_KEY_COLUMN, SEQ_COLUMN, TIME_COLUMN};
 
 use crate::decoded_cache::Derived;
 use crate::error::{Result, StorageError};
-use crate::row_select::{per_row, run_starts, segments, segments_to_selection};
+use crate::row_select::{key_runs, per_row, segments, segments_to_selection};
 use crate::run::{SortedRun, run_schema};
 use crate::sst_cache::CachedSst;
 
@@ -263,7 +263,7 @@ pub fn read_sst_cached(
     to_run(batches, fields, filter)
 }
 
-/// Row group `rg`'s `wanted` columns with its key-run starts, from `cache` or decoded into it.
+/// Row group `rg`'s `wanted` columns with its key runs, from `cache` or decoded into it.
 fn cached_row_group(
     path: &str,
     file: &CachedSst,
@@ -272,12 +272,12 @@ fn cached_row_group(
     cache: &crate::decoded_cache::DecodedCache,
 ) -> Result<Decoded> {
     let b = cache.row_group(path, file, rg, wanted)?;
-    let starts = cache.derived(path, rg, Derived::KeyRunStarts, || key_run_starts(&b));
-    Ok((b, starts))
+    let runs = cache.derived(path, rg, Derived::KeyRuns, || key_runs_of(&b));
+    Ok((b, runs))
 }
 
 /// Decodes the row groups of `file` into `cache` as a read of all `fields` does (with each row
-/// group's key-run starts) until `enough()`; returns how many it decoded (prewarming).
+/// group's key runs) until `enough()`; returns how many it decoded (prewarming).
 pub(crate) fn warm_sst_cached(
     path: &str,
     file: &CachedSst,
@@ -328,8 +328,8 @@ fn selection(
     Ok((row_groups, wanted))
 }
 
-/// A decoded row group (key, time, seq, fields), with where its key runs begin when known
-/// (`row_select::run_starts`; a cached read keeps them with the row group).
+/// A decoded row group (key, time, seq, fields), with its key runs when known
+/// (`row_select::key_runs`; a cached read keeps them with the row group).
 type Decoded = (RecordBatch, Option<ArrayRef>);
 
 /// Decoded batches of a file as a run: filtered, keys ranked.
@@ -342,11 +342,11 @@ fn to_run(
     let mut batches = Vec::new();
     let schema = run_schema(fields);
     for d in decoded {
-        let (b, starts) = d?;
-        let starts = starts
+        let (b, runs) = d?;
+        let runs = runs
             .as_ref()
-            .map(|s| s.as_primitive::<UInt32Type>().values().as_ref());
-        convert_batch(&b, starts, &schema, fields, filter, &mut keys, &mut batches)?;
+            .map(|s| s.as_primitive::<Int64Type>().values().as_ref());
+        convert_batch(&b, runs, &schema, fields, filter, &mut keys, &mut batches)?;
     }
     let batch = arrow::compute::concat_batches(&schema, &batches)?;
     Ok(SortedRun {
@@ -355,22 +355,23 @@ fn to_run(
     })
 }
 
-/// Where the key runs of a decoded row group begin, for a dictionary key column.
-fn key_run_starts(b: &RecordBatch) -> Option<ArrayRef> {
+/// The key runs of a decoded row group (`row_select::key_runs`), for a dictionary key column.
+fn key_runs_of(b: &RecordBatch) -> Option<ArrayRef> {
     let pk = b.column_by_name(PRIMARY_KEY_COLUMN)?;
     let ids = pk.as_dictionary_opt::<UInt32Type>()?.keys().values();
-    Some(Arc::new(UInt32Array::from(run_starts(ids)?)))
+    let times = time_values(b.column_by_name(TIME_COLUMN)?).ok()?;
+    Some(Arc::new(Int64Array::from(key_runs(ids, &times)?)))
 }
 
 /// Converts one file batch to run form, appending newly seen keys to `keys` (rows are sorted by
-/// key, so a key only ever continues the last one or starts a new rank). `starts`: where the
-/// batch's key runs begin, when known. The kept rows are appended to `out`: one zero-copy
+/// key, so a key only ever continues the last one or starts a new rank). `runs`: the batch's
+/// key runs (`row_select::key_runs`), when known. The kept rows are appended to `out`: one zero-copy
 /// slice per kept series when the rows were found series by series (`segments`) and no field
 /// bound applies, else one filtered batch; the run's concatenation then copies them once.
 #[allow(clippy::too_many_arguments)]
 fn convert_batch(
     b: &RecordBatch,
-    starts: Option<&[u32]>,
+    runs: Option<&[i64]>,
     schema: &SchemaRef,
     fields: &[(String, FieldType)],
     filter: &SstFilter,
@@ -395,18 +396,15 @@ fn convert_batch(
             let value = |i: u32| values.value(i as usize);
             let ids = dict.keys().values();
             let found;
-            let starts = match starts {
-                Some(s) => s,
+            let runs = match runs {
+                Some(r) => Some(r),
                 None => {
-                    found = run_starts(ids).unwrap_or_default();
-                    &found
+                    found = key_runs(ids, &t);
+                    found.as_deref()
                 }
             };
             let before = keys.len();
-            let segs = match starts.is_empty() {
-                true => None,
-                false => segments(ids, starts, &t, value, filter, keys),
-            };
+            let segs = runs.and_then(|r| segments(r, &t, value, filter, keys));
             match segs {
                 Some(segs) => {
                     let selection = segments_to_selection(&segs, b.num_rows());
@@ -560,7 +558,7 @@ mod tests {
     }
 
     #[test]
-    fn cached_reads_with_kept_run_starts_equal_plain_reads() {
+    fn cached_reads_with_kept_key_runs_equal_plain_reads() {
         use crate::field_bound::{BoundOp, FieldBound};
         let (file, fields) = five_series_file();
         let keys = |ks: &[&str]| {
