@@ -180,8 +180,9 @@ tempora_start() {
 }
 tempora_stop() { stop_pidfile "$T_DIR/pid" tempora; }
 tempora_load() {
-  gen; tempora_start
+  tempora_start
   [ -f "$T_DIR/loaded-$TAG" ] && { log "tempora: $TAG already loaded"; return 0; }
+  gen  # only to load: a loaded system is not made to regenerate the files
   mem_start tempora load
   ingest_args tempora
   /usr/bin/time -f "tempora load: %e s" "$TEMPORA_BIN" bench load "$LP" \
@@ -229,8 +230,9 @@ postgresql_stop() {
   fi
 }
 postgresql_load() {
-  gen; postgresql_start
+  postgresql_start
   [ -f "$PG_DIR/loaded-$TAG" ] && { log "postgresql: $TAG already loaded"; return 0; }
+  gen  # only to load: a loaded system is not made to regenerate the files
   mem_start postgresql load
   pg -d postgres -c "'DROP DATABASE IF EXISTS benchmark'" -c "'CREATE DATABASE benchmark'"
   chmod o+r "$CSV"
@@ -267,9 +269,10 @@ duckdb_install() { $PYTHON -c 'import duckdb, pytz' 2>/dev/null || pip install -
 chdb_install() { $PYTHON -c 'import chdb' 2>/dev/null || pip install -q chdb; }
 duckdb_start() { :; }; duckdb_stop() { :; }; chdb_start() { :; }; chdb_stop() { :; }
 duckdb_load() {
-  gen; duckdb_install; mkdir -p "$DUCK_DIR"
+  duckdb_install; mkdir -p "$DUCK_DIR"
   local db="$DUCK_DIR/$TAG.duckdb"
   [ -f "$DUCK_DIR/loaded-$TAG" ] && { log "duckdb: $db already loaded"; return 0; }
+  gen  # only to load: a loaded system is not made to regenerate the files
   rm -f "$db" "$db.wal"
   $PYTHON - "$CSV" "$db" "$ROWS" <<'EOF'
 import sys, time, duckdb
@@ -292,9 +295,10 @@ EOF
   touch "$DUCK_DIR/loaded-$TAG"
 }
 chdb_load() {
-  gen; chdb_install; mkdir -p "$CH_DIR"
+  chdb_install; mkdir -p "$CH_DIR"
   local db="$CH_DIR/$TAG"
   [ -f "$CH_DIR/loaded-$TAG" ] && { log "chdb: $db already loaded"; return 0; }
+  gen  # only to load: a loaded system is not made to regenerate the files
   rm -rf "$db"
   $PYTHON - "$CSV" "$db" "$ROWS" <<'EOF'
 import sys, time, chdb
@@ -350,8 +354,9 @@ questdb_count() {
     | $PYTHON -c 'import json,sys; d=json.load(sys.stdin); print(d["dataset"][0][0] if "dataset" in d else -1)'
 }
 questdb_load() {
-  gen; questdb_start
+  questdb_start
   [ -f "$Q_DIR/loaded-$TAG" ] && { log "questdb: $TAG already loaded"; return 0; }
+  gen  # only to load: a loaded system is not made to regenerate the files
   mem_start questdb load
   ingest_args questdb
   /usr/bin/time -f "questdb load: %e s" "$TEMPORA_BIN" bench load "$LP" \
@@ -390,8 +395,9 @@ victoriametrics_start() {
 }
 victoriametrics_stop() { stop_pidfile "$VM_DIR/pid" victoriametrics; }
 victoriametrics_load() {
-  gen; victoriametrics_start
+  victoriametrics_start
   [ -f "$VM_DIR/loaded-$TAG" ] && { log "victoriametrics: $TAG already loaded"; return 0; }
+  gen  # only to load: a loaded system is not made to regenerate the files
   mem_start victoriametrics load
   ingest_args victoriametrics
   /usr/bin/time -f "victoriametrics load: %e s" "$TEMPORA_BIN" bench load "$LP" \
@@ -505,8 +511,9 @@ print("settled" if ok else f"cache {cache} B, compactions {busy}, generations {g
   log "influxdb: not settled after 10 min ($state); going on"
 }
 influxdb_load() {
-  gen; influxdb_start
+  influxdb_start
   [ -f "$I_DIR/loaded-$TAG" ] && { log "influxdb: $TAG already loaded"; return 0; }
+  gen  # only to load: a loaded system is not made to regenerate the files
   mem_start influxdb load
   # Default retention policy autogen: infinite duration, so the 2016 data is kept.
   influxql "CREATE DATABASE benchmark" >/dev/null
