@@ -45,7 +45,8 @@ enum Slot {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Derived {
     /// Each series' run of the key column (start, id, first and last time), then the row
-    /// count (`Int64`): `row_select::key_runs`.
+    /// count (`Int64`): `row_select::key_runs`. 32 bytes per series in the row group, weighed
+    /// like any entry (a row group of one-row series keeps more here than in its time column).
     KeyRuns,
 }
 

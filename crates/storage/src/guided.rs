@@ -90,13 +90,9 @@ mod tests {
                 "{name}: x {x} guess {guess}"
             );
         }
-        if let (Some(&first), Some(&last)) = (s.first(), s.last()) {
-            assert_eq!(
-                count_below_within(s, first, last, x),
-                want,
-                "{name}: count_below_within x {x}"
-            );
-        }
+        let (first, last) = (s.first().copied(), s.last().copied());
+        let got = count_below_within(s, first.unwrap_or(0), last.unwrap_or(0), x);
+        assert_eq!(got, want, "{name}: count_below_within x {x}");
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //!   prewarming never evicts what it read), when every file is read, or when the engine
 //!   stops (checked between row groups).
 //! - It decodes what a query decodes (key, time, seq and every field, with each row group's
-//!   key-run starts; not the tag columns) through the same cache calls, so queries find
+//!   key runs; not the tag columns) through the same cache calls, so queries find
 //!   exactly these entries. It changes no data and no result, only how soon one comes.
 //! - The thread runs at the lowest CPU priority (nice 19): queries and writes that arrive
 //!   meanwhile take the CPU first.

@@ -19,6 +19,10 @@ use bytes::Bytes;
 use parquet::file::metadata::ParquetMetaData;
 use parquet::file::statistics::Statistics;
 
+/// With more wanted keys than one per this many row groups, [`RowGroupIndex::select`] passes
+/// over the bounds once instead of searching per key.
+const LINEAR_KEYS_PER_GROUP: usize = 8;
+
 /// One row group's key bounds.
 #[derive(Debug, Clone)]
 struct KeyBound {
@@ -41,7 +45,8 @@ pub struct RowGroupIndex {
 }
 
 impl RowGroupIndex {
-    /// The index of a file's footer, with the time and key columns at these root indices.
+    /// The index of a file's footer, with the time and key columns at these Parquet leaf
+    /// column indices.
     pub fn from_metadata(meta: &ParquetMetaData, time_idx: usize, key_idx: usize) -> Self {
         let bounds = meta.row_groups().iter().map(|rg| {
             let time = match rg.column(time_idx).statistics() {
@@ -114,13 +119,39 @@ impl RowGroupIndex {
         let Some(keys) = keys else {
             return (0..self.len()).filter(|&rg| time_ok(rg)).collect();
         };
+        let mut out = match keys.len() > self.keyed.len() / LINEAR_KEYS_PER_GROUP {
+            true => self.key_hits_linear(keys),
+            false => self.key_hits_searched(keys),
+        };
+        out.retain(|&rg| time_ok(rg));
+        out
+    }
+
+    /// The row groups holding one of `keys`, by a binary search per key (few keys).
+    fn key_hits_searched(&self, keys: &[Bytes]) -> Vec<usize> {
         let mut out: Vec<usize> = self.unkeyed.clone();
         for k in keys {
             self.stab(k, &mut out);
         }
         out.sort_unstable();
         out.dedup();
-        out.retain(|&rg| time_ok(rg));
+        out
+    }
+
+    /// The row groups holding one of `keys`, by one pass over the bounds with a binary search
+    /// over the keys each (many keys: a search per key would cost more).
+    fn key_hits_linear(&self, keys: &[Bytes]) -> Vec<usize> {
+        let mut out: Vec<usize> = self.unkeyed.clone();
+        for b in &self.keyed {
+            let first = keys.partition_point(|k| k.as_ref() < b.min.as_ref());
+            if keys
+                .get(first)
+                .is_some_and(|k| k.as_ref() <= b.max.as_ref())
+            {
+                out.push(b.rg);
+            }
+        }
+        out.sort_unstable();
         out
     }
 
@@ -324,10 +355,13 @@ mod tests {
                 w
             });
             let index = RowGroupIndex::from_bounds(bounds.clone());
-            prop_assert_eq!(
-                index.select(want.as_deref(), time),
-                brute(&bounds, want.as_deref(), time)
-            );
+            let expected = brute(&bounds, want.as_deref(), time);
+            prop_assert_eq!(index.select(want.as_deref(), time), expected);
+            if let Some(w) = &want {
+                let brute_keys = brute(&bounds, Some(w), None);
+                prop_assert_eq!(index.key_hits_searched(w), brute_keys.clone());
+                prop_assert_eq!(index.key_hits_linear(w), brute_keys);
+            }
         }
     }
 }

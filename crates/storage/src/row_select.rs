@@ -90,7 +90,7 @@ pub(crate) fn segments<'a>(
     filter: &SstFilter,
     keys: &mut Vec<Bytes>,
 ) -> Option<Vec<Segment>> {
-    let runs = KeyRuns::new(runs);
+    let runs = KeyRunsView::new(runs);
     debug_assert_eq!(runs.rows(), times.len());
     let mut out = Vec::new();
     let mut seen = std::collections::HashSet::new();
@@ -171,11 +171,11 @@ pub(crate) struct KeyRun {
     pub(crate) last: i64,
 }
 
-/// A view of [`key_runs`]' buffer.
+/// A view of [`key_runs`]' buffer (its layout is asserted: 4 values per run, then the count).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct KeyRuns<'a>(&'a [i64]);
+pub(crate) struct KeyRunsView<'a>(&'a [i64]);
 
-impl<'a> KeyRuns<'a> {
+impl<'a> KeyRunsView<'a> {
     pub(crate) fn new(raw: &'a [i64]) -> Self {
         assert_eq!(
             raw.len() % 4,
@@ -356,7 +356,7 @@ mod tests {
             let got = key_runs(&ids, &times);
             assert_eq!(got, want, "{name}");
             if let Some(raw) = got {
-                let runs: Vec<KeyRun> = KeyRuns::new(&raw).iter().collect();
+                let runs: Vec<KeyRun> = KeyRunsView::new(&raw).iter().collect();
                 let starts: Vec<usize> = runs.iter().map(|r| r.start).collect();
                 let want_starts: Vec<usize> = run_starts(&ids)
                     .unwrap()

@@ -359,6 +359,7 @@ fn to_run(
 fn key_runs_of(b: &RecordBatch) -> Option<ArrayRef> {
     let pk = b.column_by_name(PRIMARY_KEY_COLUMN)?;
     let ids = pk.as_dictionary_opt::<UInt32Type>()?.keys().values();
+    // A bad time column is reported by `convert_batch`, which reads it again.
     let times = time_values(b.column_by_name(TIME_COLUMN)?).ok()?;
     Some(Arc::new(Int64Array::from(key_runs(ids, &times)?)))
 }
@@ -555,6 +556,52 @@ mod tests {
         };
         let (data, _) = write_sst(&run, &[], &fields, &o).unwrap();
         (CachedSst::decode("f", data).unwrap(), fields)
+    }
+
+    #[test]
+    fn row_group_index_holds_the_written_bounds() {
+        // Rows 0-2 a, 3-9 b, 10 c, 11-20 d, 21-24 e, in row groups of 4 rows.
+        let (file, _) = five_series_file();
+        let index = &file.rg_index;
+        assert_eq!(index.len(), 7);
+        let k =
+            |ks: &[&str]| -> Vec<Bytes> { ks.iter().map(|k| Bytes::from(k.to_string())).collect() };
+        assert_eq!(index.select(Some(&k(&["b"])), None), vec![0, 1, 2], "b");
+        assert_eq!(index.select(Some(&k(&["c"])), None), vec![2], "c");
+        assert_eq!(index.select(Some(&k(&["e"])), None), vec![5, 6], "e");
+        assert_eq!(
+            index.select(Some(&k(&["zz"])), None),
+            Vec::<usize>::new(),
+            "none"
+        );
+        // d's times reach 271 (j = 9); only row groups 4 and 5 hold times in [200, 300).
+        assert_eq!(index.select(None, Some((200, 300))), vec![4, 5], "time");
+    }
+
+    #[test]
+    fn a_file_without_time_or_key_columns_is_an_error_to_read() {
+        let col = Arc::new(Int64Array::from(vec![1, 2, 3])) as ArrayRef;
+        for name in ["a", TIME_COLUMN, PRIMARY_KEY_COLUMN] {
+            let batch = RecordBatch::try_from_iter([(name, col.clone())]).unwrap();
+            let mut buf = Vec::new();
+            let mut w =
+                parquet::arrow::ArrowWriter::try_new(&mut buf, batch.schema(), None).unwrap();
+            w.write(&batch).unwrap();
+            w.close().unwrap();
+            let file = CachedSst::decode("f", Bytes::from(buf)).unwrap();
+            assert_eq!(
+                file.rg_index.len(),
+                1,
+                "{name}: the index still counts row groups"
+            );
+            let cache = crate::decoded_cache::DecodedCache::new(1 << 20);
+            let filter = SstFilter::default();
+            assert!(read_sst("f", &file, &[], &filter).is_err(), "{name}");
+            assert!(
+                read_sst_cached("f", &file, &[], &filter, &cache).is_err(),
+                "{name}"
+            );
+        }
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The data-file cache: recently read data files kept in memory together with their decoded
-//! Parquet footer, in an LRU bounded by `sst_cache_bytes` (file bytes plus footer memory).
+//! Parquet footer, in an LRU bounded by `sst_cache_bytes` (file bytes plus footer and row-group index memory).
 //!
 //! Invariants:
 //! - A data file never changes once written: a flush or compaction writes a new path (file
@@ -55,14 +55,19 @@ impl CachedSst {
 }
 
 /// The row-group index of a data file's footer (every row group unbounded when the file lacks
-/// a time or key column; reading it then fails as it did before).
+/// a time or key column; reading it then fails as it did before). Columns are looked up as
+/// Parquet leaf columns by name, not by their Arrow root index.
 fn row_group_index(meta: &ArrowReaderMetadata) -> RowGroupIndex {
-    let schema = meta.schema();
+    let (schema, parquet) = (
+        meta.schema(),
+        meta.metadata().file_metadata().schema_descr(),
+    );
+    let leaf = |name| parquet::arrow::parquet_column(parquet, schema, name).map(|(i, _)| i);
     match (
-        schema.index_of(tempora_model::TIME_COLUMN),
-        schema.index_of(tempora_model::PRIMARY_KEY_COLUMN),
+        leaf(tempora_model::TIME_COLUMN),
+        leaf(tempora_model::PRIMARY_KEY_COLUMN),
     ) {
-        (Ok(t), Ok(k)) => RowGroupIndex::from_metadata(meta.metadata(), t, k),
+        (Some(t), Some(k)) => RowGroupIndex::from_metadata(meta.metadata(), t, k),
         _ => {
             RowGroupIndex::from_bounds((0..meta.metadata().num_row_groups()).map(|_| (None, None)))
         }
