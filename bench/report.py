@@ -33,9 +33,17 @@ an optional field that is null counts as absent. Fields not listed here are kept
     min_ms, median_ms, max_ms  number
     runs               int    timed runs
     error              str    the query type failed; shown as ERROR, left out of the chart
+    spelling           str    how the time bucket was written (bench/tsbs_queries.py's SPELLINGS:
+                              "date_trunc", "date_bin", "sample_by", ...; "native" for a system
+                              with its own dialect). Absent: the older "bucket" field, else
+                              date_trunc (standard-SQL systems) or native (tsbs_queries.spelling_of)
     digest, note, when, seed, scale, cpu_other_pct, ...   kept, not all shown
     Several lines for one (system, query type): the last is used, or with --pick quietest the
-    one with the least CPU used by other processes (bench/tsbs_queries.py's pick_records).
+    one with the least CPU used by other processes (bench/tsbs_queries.py's pick_records). The
+    side-by-side table and chart take the default spelling (date_trunc or native) of each pair,
+    another only where the pair has none; a system measured in several spellings also gets a
+    "Bucket spellings" table: per query type, each spelling's mean and its ratio to the fastest
+    spelling of that type (issue 21's bound: 1.2).
 
   kind "ingest": one ingest run
     system*            str
@@ -109,7 +117,7 @@ REQUIRED = {  # kind -> {field: type}
     "machine": {},
 }
 OPTIONAL = {  # kind -> {field: type}, checked when present
-    "query": {"runs": NUM, "mean_ms": NUM, "p99_ms": NUM, "error": STR},
+    "query": {"runs": NUM, "mean_ms": NUM, "p99_ms": NUM, "error": STR, "spelling": STR},
     "ingest": {"dataset": STR, "run": NUM, "values_per_s": NUM, "rows": NUM, "values": NUM,
                "seconds": NUM, "workers": NUM, "batch": NUM, "gzip": BOOL},
     "storage": {"dataset": STR, "bytes": NUM, "values": NUM},
@@ -433,6 +441,49 @@ def query_section(records: list[dict], baseline: str, pick: str) -> str:
     text += md_table(header, query_rows(latest, systems, qts, baseline))
     errors = [f"- {r['system']} {r['query_type']}: {r['error']}" for r in latest.values() if "error" in r]
     return "## Query latency\n\n" + text + ("\n\nErrors:\n\n" + "\n".join(errors) if errors else "")
+
+
+def spelling_section(records: list[dict], baseline: str, pick: str) -> str:
+    """Per system measured in several spellings: per query type, each spelling's mean (ms) and
+    its ratio to the fastest spelling of the type, the worst ratio, and whether every spelling
+    returned the same rows. Empty when no system has several spellings."""
+    matrix = tsbs_queries.spelling_matrix(records, pick)
+    if not matrix:
+        return ""
+    limit = tsbs_queries.SPELLING_LIMIT
+    text = ("## Bucket spellings\n\nThe bucketed query types written in each spelling of the time bucket "
+            "(`bench/tsbs_queries.py --spelling`; lastpoint and high-cpu-* are one text in every spelling). "
+            f"Mean in ms (its ratio to the fastest spelling of the query type; **bold** above {limit}). "
+            "Rows: whether every spelling returned the same rows (result digest).")
+    for system in system_order(matrix, baseline):
+        by_type = matrix[system]
+        spellings = [sp for sp in list(tsbs_queries.SPELLINGS) + [tsbs_queries.NATIVE_SPELLING]
+                     if any(sp in by for by in by_type.values())]
+        rows, over, pairs = [], 0, 0
+        for q in query_type_order(by_type):
+            by = by_type[q]
+            ratios = tsbs_queries.spelling_ratios(by)
+            cells = []
+            for sp in spellings:
+                r = by.get(sp)
+                if r is None:
+                    cells.append("-")
+                elif "error" in r:
+                    cells.append("ERROR")
+                else:
+                    x = ratios.get(sp)
+                    xs = f"{x:.2f}" if x else "?"
+                    cells.append(f"{fmt_sig(r['mean_ms'])} ({'**' + xs + '**' if x and x > limit else xs})")
+                    pairs += 1
+                    over += bool(x and x > limit)
+            worst = max(ratios.values(), default=None)
+            rows.append([q] + cells + [fmt_ratio(worst), tsbs_queries.spelling_rows_agree(by)])
+        text += (f"\n\n### {system}\n\n{over} of {pairs} (query type, spelling) pairs above {limit}x the "
+                 "fastest spelling.\n\n" + md_table(["query type"] + spellings + ["worst", "rows"], rows))
+        errors = [f"- {q} {sp}: {r['error']}" for q, by in by_type.items() for sp, r in by.items() if "error" in r]
+        if errors:
+            text += "\n\nErrors:\n\n" + "\n".join(errors)
+    return text
 
 
 def ingest_rows(groups: dict, baseline: str) -> list[list[str]]:
@@ -790,6 +841,9 @@ def kind_sections(results: Results, charts: dict, md_dir: str, baseline: str, pi
                    + link("ingest_over_time", "ingest rows/s over time"))
     if k["query"]:
         out.append(query_section(k["query"], baseline, pick) + link("query", "query latency per query type"))
+        spellings = spelling_section(k["query"], baseline, pick)
+        if spellings:
+            out.append(spellings)
     if k["storage"]:
         out.append(storage_section(k["storage"], baseline) + link("storage", "bytes per value per system"))
     if k["compression"]:

@@ -156,6 +156,35 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(rows["double-groupby-1"]["duckdb"], "ERROR")
         self.assertEqual(rows["double-groupby-1"]["duckdb ÷ tempora"], "-")
 
+    def test_spelling_table(self):
+        recs = [query("tempora", "cpu-max-all-1", 2.0, 3.0, spelling="date_trunc"),
+                query("tempora", "cpu-max-all-1", 3.0, 4.0, spelling="sample_by"),
+                query("tempora", "cpu-max-all-1", 2.2, 4.0, spelling="grafana_epoch", digest="ffffff"),
+                query("tempora", "lastpoint", 1.0, 2.0, spelling="date_trunc"),
+                query("tempora", "lastpoint", 1.1, 2.0, spelling="sample_by"),
+                {"system": "tempora", "query_type": "lastpoint", "runs": 50, "error": "Boom", "spelling": "cte"},
+                query("questdb", "cpu-max-all-1", 4.0, 5.0, spelling="native"),
+                query("duckdb", "cpu-max-all-1", 8.0, 9.0, bucket="date_trunc")]
+        p = self.run_report(write_jsonl(os.path.join(self.dir, "s.jsonl"), recs))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        md = self.read_md()
+        main = {r["query type"]: r for r in table_after(md, "## Query latency")}
+        self.assertEqual(main["cpu-max-all-1"]["tempora"], "2.00 / 3.00", "the default spelling")
+        self.assertEqual(main["cpu-max-all-1"]["questdb ÷ tempora"], "2.00")
+        self.assertEqual(main["cpu-max-all-1"]["duckdb ÷ tempora"], "4.00")
+        self.assertNotIn("### questdb", md)  # one spelling: no spelling table
+        self.assertNotIn("### duckdb", md)
+        rows = {r["query type"]: r for r in table_after(md, "### tempora")}
+        self.assertEqual(rows["cpu-max-all-1"]["date_trunc"], "2.00 (1.00)")
+        self.assertEqual(rows["cpu-max-all-1"]["sample_by"], "3.00 (**1.50**)")
+        self.assertEqual(rows["cpu-max-all-1"]["grafana_epoch"], "2.20 (1.10)")
+        self.assertEqual(rows["cpu-max-all-1"]["worst"], "1.50")
+        self.assertTrue(rows["cpu-max-all-1"]["rows"].startswith("DIFFER"))
+        self.assertEqual(rows["lastpoint"]["cte"], "ERROR")
+        self.assertEqual(rows["lastpoint"]["rows"], "same")
+        self.assertIn("1 of 5 (query type, spelling) pairs above 1.2x", md)
+        self.assertIn("- lastpoint cte: Boom", md)
+
     def test_ingest_table_ratios(self):
         rows = {r["system"]: r for r in table_after(self.full_report(), "## Ingest")}
         self.assertEqual(rows["tempora"]["rows/s (median)"], "110,000")

@@ -46,10 +46,24 @@ results can be compared row for row; `--print-sql` prints it. Differences from T
 explicit column lists instead of `*` (same columns in the same order everywhere) and an
 `ORDER BY hostname, time` on high-cpu, so every system returns rows in one order.
 
+Spellings (`--spelling`, SPELLINGS): the bucketed types (single-groupby-*, double-groupby-*,
+cpu-max-all-*, groupby-orderby-limit) written as users and tools write a fixed-width bucket:
+date_trunc (the default), date_bin, date_bin_origin, time_bucket, sample_by (Tempora's SAMPLE
+BY), grafana_epoch (Grafana's floor(extract(epoch from time)/60)*60, GROUP BY 1), timescale_epoch
+(to_timestamp(((extract(epoch from time)::int)/60)*60)), group_by_position (GROUP BY 1, 2), cte
+and subquery (the aggregate inside WITH / FROM (...), ORDER BY and LIMIT outside). lastpoint and
+high-cpu-* are the same text in every spelling. Each JSON line says its "spelling" ("native" for
+the systems with their own dialect). Rows are digested after normalise_rows, which makes an
+epoch-seconds bucket a timestamp, so every spelling's rows can be compared. `--spelling all`
+runs every spelling a system takes, one after another for each type; `--table-from` then prints,
+per system and type, each spelling's latency and its ratio to the fastest (bench/spellings.sh).
+
     bench/peers/setup.sh load tempora
     python3 bench/tsbs_queries.py --system tempora --json-out /var/tmp/tsbs-results.jsonl
     python3 bench/tsbs_queries.py --table-from /var/tmp/tsbs-results.jsonl   # every system, side by side
     python3 bench/tsbs_queries.py --print-sql --system duckdb --query-type high-cpu-1
+    python3 bench/tsbs_queries.py --print-sql --system tempora --spelling sample_by
+    python3 bench/tsbs_queries.py --system tempora --spelling all --runs 20 --json-out /var/tmp/s.jsonl
 """
 from __future__ import annotations
 
@@ -68,7 +82,7 @@ import sys
 import time
 import urllib.parse
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -318,12 +332,72 @@ def host_clause(hosts: list[str], col: str = "hostname") -> str:
 
 # ------------------------------------------------------------------ standard SQL (Tempora, DuckDB, PostgreSQL)
 
-def _bucket(unit: str, bucket_fn: str) -> str:
-    if bucket_fn == "date_trunc":
+# Spellings of the fixed-width time bucket (issue 21: every spelling users and tools send must
+# reach the same operators). Each is the standard text of every bucketed type (single-groupby-*,
+# double-groupby-*, cpu-max-all-*, groupby-orderby-limit) written that way; lastpoint and
+# high-cpu-* have no bucket and keep their one text in every spelling. Name -> how it is written.
+SPELLINGS = {
+    "date_trunc": "date_trunc('minute', time) AS minute ... GROUP BY minute ORDER BY minute (the default)",
+    "date_bin": "date_bin(INTERVAL '1 minute', time) (no origin)",
+    "date_bin_origin": "date_bin(INTERVAL '1 minute', time, TIMESTAMP '1970-01-01T00:00:00Z')",
+    "time_bucket": "time_bucket(INTERVAL '1 minute', time)",
+    "sample_by": "SELECT time AS minute, ... SAMPLE BY 1m ORDER BY minute (Tempora's extension)",
+    "grafana_epoch": ("Grafana's $__timeGroupAlias(time,'1m'): floor(extract(epoch from time)/60)*60 "
+                      "AS \"time\", GROUP BY 1 ORDER BY 1; the bucket is a number of epoch seconds"),
+    "timescale_epoch": "to_timestamp(((extract(epoch from time)::int)/60)*60) AS minute",
+    "group_by_position": "date_trunc with GROUP BY 1[, 2] ORDER BY 1[, 2]",
+    "cte": "WITH q AS (SELECT ... GROUP BY ...) SELECT * FROM q ORDER BY ... [LIMIT]",
+    "subquery": "SELECT * FROM (SELECT ... GROUP BY ...) AS q ORDER BY ... [LIMIT]",
+}
+DEFAULT_SPELLING = "date_trunc"
+NATIVE_SPELLING = "native"  # the JSON's spelling for systems with their own dialect (questdb, ...)
+# Spellings whose bucket column comes back as a number of epoch seconds, not a timestamp:
+# normalise_rows makes it a timestamp before the rows are digested.
+EPOCH_SPELLINGS = {"grafana_epoch"}
+# Which systems take which spellings. DuckDB has no date_bin, and its `/` on integers divides
+# as floats (`//` is its integer division), so timescale_epoch's text runs there but gives one
+# bucket per point: left out. PostgreSQL's date_bin needs its origin and it has no time_bucket
+# (TimescaleDB's) nor SAMPLE BY.
+SPELLING_SYSTEMS = {
+    "tempora": list(SPELLINGS),
+    "tempora-http": list(SPELLINGS),
+    "duckdb": ["date_trunc", "time_bucket", "grafana_epoch", "group_by_position", "cte", "subquery"],
+    "postgresql": ["date_trunc", "date_bin_origin", "grafana_epoch", "timescale_epoch",
+                   "group_by_position", "cte", "subquery"],
+}
+BUCKETED_SHAPES = ("single-groupby", "double-groupby", "cpu-max-all", "groupby-orderby-limit")
+_UNIT_SECS = {"minute": 60, "hour": 3600}
+
+
+def spellings_of(system: str) -> list[str]:
+    """The spellings a system takes: SPELLING_SYSTEMS, or only its native text."""
+    return SPELLING_SYSTEMS.get(system, [NATIVE_SPELLING])
+
+
+def check_spelling(system: str, spelling: str):
+    if spelling not in SPELLINGS:
+        raise ValueError(f"unknown spelling {spelling!r}; known: {', '.join(SPELLINGS)}")
+    ok = spellings_of(system)
+    if spelling not in ok:
+        raise ValueError(f"{system} does not take the spelling {spelling!r}; it takes: {', '.join(ok)}")
+
+
+def bucket_expr(unit: str, spelling: str) -> str:
+    """The bucket expression of `time` in a spelling (unit: minute or hour)."""
+    secs = _UNIT_SECS[unit]
+    if spelling in ("date_trunc", "group_by_position", "cte", "subquery"):
         return f"date_trunc('{unit}', time)"
-    if bucket_fn == "time_bucket":
+    if spelling == "date_bin":
+        return f"date_bin(INTERVAL '1 {unit}', time)"
+    if spelling == "date_bin_origin":
+        return f"date_bin(INTERVAL '1 {unit}', time, TIMESTAMP '1970-01-01T00:00:00Z')"
+    if spelling == "time_bucket":
         return f"time_bucket(INTERVAL '1 {unit}', time)"
-    raise ValueError(bucket_fn)
+    if spelling == "grafana_epoch":
+        return f"floor(extract(epoch from time)/{secs})*{secs}"
+    if spelling == "timescale_epoch":
+        return f"to_timestamp(((extract(epoch from time)::int)/{secs})*{secs})"
+    raise ValueError(f"unknown spelling {spelling!r}; known: {', '.join(SPELLINGS)}")
 
 
 def _quoted(values: list[str]) -> str:
@@ -338,40 +412,63 @@ def _window(p: Params, col: str = "time") -> str:
     return f"{col} >= '{ts_literal(p.start_ns)}' AND {col} < '{ts_literal(p.end_ns)}'"
 
 
-def standard_sql(query_type: str, p: Params, bucket_fn: str = "date_trunc") -> str:
+def bucketed_sql(unit: str, by_host: bool, aggs: str, where: str, tail: str, spelling: str) -> str:
+    """One bucketed aggregate in a spelling: bucket [, hostname], aggregates, grouped by both,
+    ordered by both, then `tail` (" ASC", " DESC LIMIT 5" or "")."""
+    alias = "minute" if unit == "minute" else "hour"
+    if spelling == "sample_by":  # `time` in the select list is the bucket; groups by hostname too
+        width = "1m" if unit == "minute" else "1h"
+        keys = f"{alias}, hostname" if by_host else alias
+        return (f"SELECT time AS {alias}{', hostname' if by_host else ''}, {aggs} FROM cpu WHERE {where} "
+                f"SAMPLE BY {width} ORDER BY {keys}{tail}")
+    if spelling == "grafana_epoch":
+        alias = '"time"'  # what $__timeGroupAlias writes
+    host = ", hostname" if by_host else ""
+    select = f"SELECT {bucket_expr(unit, spelling)} AS {alias}{host}, {aggs} FROM cpu WHERE {where}"
+    if spelling in ("group_by_position", "grafana_epoch"):
+        keys = "1, 2" if by_host else "1"
+    else:
+        keys = f"{alias}, hostname" if by_host else alias
+    if spelling == "cte":
+        return f"WITH q AS ({select} GROUP BY {keys}) SELECT * FROM q ORDER BY {keys}{tail}"
+    if spelling == "subquery":
+        return f"SELECT * FROM ({select} GROUP BY {keys}) AS q ORDER BY {keys}{tail}"
+    return f"{select} GROUP BY {keys} ORDER BY {keys}{tail}"
+
+
+def standard_sql(query_type: str, p: Params, spelling: str = DEFAULT_SPELLING) -> str:
     """The one SQL text Tempora, DuckDB and PostgreSQL run (TSBS's TimescaleDB text, date_trunc
-    form, hostname as a column, explicit column lists, ORDER BY on high-cpu)."""
+    form, hostname as a column, explicit column lists, ORDER BY on high-cpu), its bucket written
+    in `spelling` (SPELLINGS; lastpoint and high-cpu-* are the same in every spelling)."""
+    if spelling not in SPELLINGS:
+        raise ValueError(f"unknown spelling {spelling!r}; known: {', '.join(SPELLINGS)}")
     qs = spec(query_type)
     hosts = f"{host_clause(p.hosts)} AND " if p.hosts else ""
     if qs.shape == "lastpoint":
         return f"SELECT DISTINCT ON (hostname) {', '.join(ROW_COLUMNS)} FROM cpu ORDER BY hostname, time DESC"
-    if qs.shape == "single-groupby":
-        return (f"SELECT {_bucket('minute', bucket_fn)} AS minute, {_aggs('max', 'max', qs.fields)} "
-                f"FROM cpu WHERE {hosts}{_window(p)} GROUP BY minute ORDER BY minute ASC")
-    if qs.shape == "double-groupby":
-        return (f"SELECT {_bucket('hour', bucket_fn)} AS hour, hostname, {_aggs('avg', 'mean', qs.fields)} "
-                f"FROM cpu WHERE {_window(p)} GROUP BY hour, hostname ORDER BY hour, hostname")
     if qs.shape == "high-cpu":
         hosts = f" AND {host_clause(p.hosts)}" if p.hosts else ""
         return (f"SELECT {', '.join(ROW_COLUMNS)} FROM cpu WHERE usage_user > 90.0 AND {_window(p)}{hosts} "
                 f"ORDER BY hostname, time")
+    if qs.shape == "single-groupby":
+        return bucketed_sql("minute", False, _aggs("max", "max", qs.fields), f"{hosts}{_window(p)}", " ASC", spelling)
+    if qs.shape == "double-groupby":
+        return bucketed_sql("hour", True, _aggs("avg", "mean", qs.fields), _window(p), "", spelling)
     if qs.shape == "cpu-max-all":
-        return (f"SELECT {_bucket('hour', bucket_fn)} AS hour, {_aggs('max', 'max', qs.fields)} FROM cpu "
-                f"WHERE {hosts}{_window(p)} GROUP BY hour ORDER BY hour")
+        return bucketed_sql("hour", False, _aggs("max", "max", qs.fields), f"{hosts}{_window(p)}", "", spelling)
     if qs.shape == "groupby-orderby-limit":
-        return (f"SELECT {_bucket('minute', bucket_fn)} AS minute, max(usage_user) AS max_usage_user "
-                f"FROM cpu WHERE time < '{ts_literal(p.end_ns)}' "
-                f"GROUP BY minute ORDER BY minute DESC LIMIT 5")
+        return bucketed_sql("minute", False, "max(usage_user) AS max_usage_user",
+                            f"time < '{ts_literal(p.end_ns)}'", " DESC LIMIT 5", spelling)
     raise ValueError(query_type)
 
 
 # Short names for correctness tests.
-def tempora_sql(query_type: str, p: Params, bucket_fn: str = "date_trunc") -> str:
-    return standard_sql(query_type, p, bucket_fn)
+def tempora_sql(query_type: str, p: Params, spelling: str = DEFAULT_SPELLING) -> str:
+    return standard_sql(query_type, p, spelling)
 
 
-def duckdb_sql(query_type: str, p: Params, bucket_fn: str = "date_trunc") -> str:
-    return standard_sql(query_type, p, bucket_fn)
+def duckdb_sql(query_type: str, p: Params, spelling: str = DEFAULT_SPELLING) -> str:
+    return standard_sql(query_type, p, spelling)
 
 
 # ------------------------------------------------------------------ ClickHouse (chdb)
@@ -589,14 +686,38 @@ def _norm(v):
     return ("s", str(v))
 
 
+_ISO_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?")
+
+
 def _http_ts(v) -> object:
-    """Tempora's JSON has timestamps as RFC 3339 strings: make them datetimes."""
-    if isinstance(v, str) and len(v) >= 20 and v[4] == "-" and v[10] == "T" and v.endswith("Z"):
+    """Tempora's JSON has timestamps as RFC 3339 strings: make them datetimes. One without a
+    zone (a `timestamp` without time zone, as to_timestamp gives) is read as UTC by _norm."""
+    if isinstance(v, str) and len(v) >= 19 and v[4] == "-" and v[10] == "T" and _ISO_TS.fullmatch(v):
         try:
-            return datetime.fromisoformat(v[:-1] + "+00:00")
+            return datetime.fromisoformat(v[:-1] + "+00:00" if v.endswith("Z") else v)
         except ValueError:
             return v
     return v
+
+
+def epoch_datetime(v) -> object:
+    """A number of epoch seconds (int, float, Decimal; Grafana's bucket) as a UTC datetime,
+    to the microsecond; anything else as it is."""
+    if isinstance(v, bool) or not isinstance(v, (int, float, Decimal)):
+        return v
+    if isinstance(v, float) and not math.isfinite(v):
+        return v
+    us = int((Decimal(v) * 10**6).to_integral_value()) if isinstance(v, Decimal) else round(v * 10**6)
+    return datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=us)
+
+
+def normalise_rows(query_type: str, rows, spelling: str):
+    """The rows with the bucket column (the first) as a timestamp, for the spellings whose
+    bucket is a number of epoch seconds (EPOCH_SPELLINGS), so that every spelling's rows digest
+    the same. Other spellings' rows, and the types without a bucket, are returned as they are."""
+    if spelling not in EPOCH_SPELLINGS or spec(query_type).shape not in BUCKETED_SHAPES:
+        return rows
+    return [(epoch_datetime(r[0]), *r[1:]) for r in rows]
 
 
 def digest_rows(rows) -> str:
@@ -610,6 +731,7 @@ def digest_rows(rows) -> str:
 
 class Client:
     dialect = "standard"
+    spelling = NATIVE_SPELLING
 
     def run(self, query_type: str, p: Params) -> list:
         raise NotImplementedError
@@ -622,17 +744,18 @@ class Client:
 
 
 class PgClient(Client):
-    def __init__(self, conninfo: str, dialect: str = "standard", bucket_fn: str = "date_trunc",
+    def __init__(self, conninfo: str, dialect: str = "standard", spelling: str = DEFAULT_SPELLING,
                  options: str | None = None):
         import psycopg
         kw = {"autocommit": True, "prepare_threshold": None}
         if options:
             kw["options"] = options
         self.conn = psycopg.connect(conninfo, **kw)
-        self.dialect, self.bucket_fn = dialect, bucket_fn
+        self.dialect = dialect
+        self.spelling = NATIVE_SPELLING if dialect == "questdb" else spelling
 
     def text(self, qt, p):
-        return questdb_sql(qt, p) if self.dialect == "questdb" else standard_sql(qt, p, self.bucket_fn)
+        return questdb_sql(qt, p) if self.dialect == "questdb" else standard_sql(qt, p, self.spelling)
 
     def run(self, qt, p):
         cur = self.conn.execute(self.text(qt, p))
@@ -643,12 +766,12 @@ class PgClient(Client):
 
 
 class TemporaHttpClient(Client):
-    def __init__(self, host: str, port: int, db: str, bucket_fn: str):
+    def __init__(self, host: str, port: int, db: str, spelling: str):
         self.conn = http.client.HTTPConnection(host, port, timeout=600)
-        self.db, self.bucket_fn = db, bucket_fn
+        self.db, self.spelling = db, spelling
 
     def text(self, qt, p):
-        return standard_sql(qt, p, self.bucket_fn)
+        return standard_sql(qt, p, self.spelling)
 
     def run(self, qt, p):
         qs = urllib.parse.urlencode({"db": self.db, "q": self.text(qt, p), "format": "json"})
@@ -664,14 +787,14 @@ class TemporaHttpClient(Client):
 
 
 class DuckDbClient(Client):
-    def __init__(self, path: str, bucket_fn: str):
+    def __init__(self, path: str, spelling: str):
         import duckdb
         self.con = duckdb.connect(path, read_only=True)
         self.con.execute("SET TimeZone = 'UTC'")
-        self.bucket_fn = bucket_fn
+        self.spelling = spelling
 
     def text(self, qt, p):
-        return standard_sql(qt, p, self.bucket_fn)
+        return standard_sql(qt, p, self.spelling)
 
     def run(self, qt, p):
         return self.con.execute(self.text(qt, p)).fetchall()
@@ -775,14 +898,14 @@ def make_client(args) -> Client:
     s = args.system
     if s == "tempora":
         return PgClient(f"host={args.host} port={args.tempora_pg_port} dbname=benchmark user=tempora",
-                        bucket_fn=args.bucket)
+                        spelling=args.spelling)
     if s == "tempora-http":
-        return TemporaHttpClient(args.host, args.tempora_http_port, "benchmark", args.bucket)
+        return TemporaHttpClient(args.host, args.tempora_http_port, "benchmark", args.spelling)
     if s == "postgresql":
         return PgClient(f"host={args.host} port={args.pg_port} dbname=benchmark user=postgres",
-                        bucket_fn="date_trunc", options="-c TimeZone=UTC")
+                        spelling=args.spelling, options="-c TimeZone=UTC")
     if s == "duckdb":
-        return DuckDbClient(args.duckdb_path, args.bucket)
+        return DuckDbClient(args.duckdb_path, args.spelling)
     if s == "chdb":
         return ChdbClient(args.chdb_path)
     if s == "questdb":
@@ -874,7 +997,7 @@ def run_query_type(client: Client, args, qt: str) -> dict:
                                        args.start_ns, args.end_ns)
     rec = {"system": args.system, "query_type": qt, "runs": args.runs, "warmup": args.warmup,
            "seed": args.seed, "scale": args.scale, "rng": rng_kind, "dialect": client.dialect,
-           "bucket": args.bucket if args.system in ("tempora", "tempora-http", "duckdb") else None,
+           "spelling": client.spelling,
            "note": SYSTEM_NOTES[args.system], "first_query": client.text(qt, params[0]),
            "first_params": params[0].to_json(), "when": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     rec["loadavg_1m_before"] = round(os.getloadavg()[0], 2)
@@ -900,7 +1023,7 @@ def run_query_type(client: Client, args, qt: str) -> dict:
             result = client.run(qt, p)
             times.append((time.perf_counter() - t0) * 1000)
             rows.append(len(result))
-            digests.append(digest_rows(result))
+            digests.append(digest_rows(normalise_rows(qt, result, client.spelling)))
     except Exception as e:  # record the error verbatim and go on with the next query type
         rec["error"] = f"{type(e).__name__}: {e}".strip()
         return rec
@@ -917,13 +1040,33 @@ def run_query_type(client: Client, args, qt: str) -> dict:
     return rec
 
 
-def pick_records(records: list[dict], pick: str = "last") -> dict:
-    """One record per (system, query type), keyed so. pick="last": the last record of each pair;
-    "quietest": the one taken while other processes used the least CPU (one without an error
-    wins over one with an error). bench/report.py uses this too."""
+def spelling_of(r: dict) -> str:
+    """A record's spelling (SPELLINGS, or "native" for a system with its own dialect). Records
+    written before the key existed: their "bucket" (date_trunc or time_bucket), else date_trunc
+    for the standard-SQL systems and native for the others."""
+    sp = r.get("spelling") or r.get("bucket")
+    if sp:
+        return sp
+    return DEFAULT_SPELLING if r.get("system") in SPELLING_SYSTEMS else NATIVE_SPELLING
+
+
+def is_default_spelling(r: dict) -> bool:
+    return spelling_of(r) in (DEFAULT_SPELLING, NATIVE_SPELLING)
+
+
+def pick_records(records: list[dict], pick: str = "last", by_spelling: bool = False) -> dict:
+    """One record per (system, query type), keyed so; with by_spelling, one per (system, query
+    type, spelling). pick="last": the last record of each key; "quietest": the one taken while
+    other processes used the least CPU (one without an error wins over one with an error).
+    Without by_spelling a pair's records of the default spelling (date_trunc, or native) stand
+    for it, and another spelling's only when it has none. bench/report.py uses this too."""
+    if not by_spelling:
+        has_default = {(r["system"], r["query_type"]) for r in records if is_default_spelling(r)}
+        records = [r for r in records
+                   if is_default_spelling(r) or (r["system"], r["query_type"]) not in has_default]
     latest: dict = {}
     for r in records:
-        k = (r["system"], r["query_type"])
+        k = (r["system"], r["query_type"]) + ((spelling_of(r),) if by_spelling else ())
         if pick == "quietest" and k in latest and "error" not in latest[k]:
             old, new = latest[k].get("cpu_other_pct", 1e9), r.get("cpu_other_pct", 1e9)
             if "error" in r or new >= old:
@@ -933,11 +1076,12 @@ def pick_records(records: list[dict], pick: str = "last") -> dict:
 
 
 def different_rows(picked: dict) -> list[str]:
-    """Query types whose systems disagree on the rows (result digests differ) or failed, as
-    messages; empty when all agree. `picked` is pick_records' result."""
+    """Query types whose systems (and spellings, when picked by_spelling) disagree on the rows
+    (result digests differ) or failed, as messages; empty when all agree. `picked` is
+    pick_records' result."""
     problems = []
     for qt in QUERY_TYPES:
-        recs = {s: r for (s, q), r in picked.items() if q == qt}
+        recs = {(k[0] if len(k) == 2 else f"{k[0]} {k[2]}"): r for k, r in picked.items() if k[1] == qt}
         problems += [f"{qt}: {s} failed: {r['error']}" for s, r in recs.items() if "error" in r]
         digests = {s: r["digest"] for s, r in recs.items() if "error" not in r}
         if len(set(digests.values())) > 1:
@@ -999,6 +1143,101 @@ def print_table(records: list[dict], out=sys.stdout, pick: str = "last"):
     errs = [r for r in latest.values() if "error" in r]
     for r in errs:
         print(f"\nERROR {r['system']} {r['query_type']}: {r['error']}", file=out)
+    print_spelling_tables(records, out, pick)
+
+
+SPELLING_LIMIT = 1.2  # issue 21: every spelling within 1.2x of the fastest, per TSBS type
+
+
+def spelling_matrix(records: list[dict], pick: str = "last") -> dict:
+    """{system: {query type: {spelling: record}}} for the systems measured in more than one
+    spelling, spellings in SPELLINGS order. bench/report.py uses this too."""
+    picked = pick_records(records, pick, by_spelling=True)
+    out: dict = {}
+    for (s, q, sp), r in picked.items():
+        out.setdefault(s, {}).setdefault(q, {})[sp] = r
+    order = {sp: i for i, sp in enumerate(SPELLINGS)}
+    multi = {s: m for s, m in out.items() if len({sp for by in m.values() for sp in by}) > 1}
+    return {s: {q: dict(sorted(m[q].items(), key=lambda kv: order.get(kv[0], len(order))))
+                for q in QUERY_TYPES if q in m} for s, m in multi.items()}
+
+
+def spelling_ratios(by_spelling: dict, stat: str = "mean_ms") -> dict:
+    """{spelling: stat ÷ the fastest spelling's stat} over one query type's records (errors and
+    missing figures left out)."""
+    ok = {sp: r[stat] for sp, r in by_spelling.items() if "error" not in r and r.get(stat)}
+    best = min(ok.values(), default=None)
+    return {sp: v / best for sp, v in ok.items()} if best else {}
+
+
+def spelling_rows_agree(by_spelling: dict) -> str:
+    """"same" when every spelling without an error returned the same rows (digest), else the
+    spellings grouped by digest."""
+    digests: dict = {}
+    for sp, r in by_spelling.items():
+        if "error" not in r:
+            digests.setdefault(r.get("digest"), []).append(sp)
+    if len(digests) <= 1:
+        return "same"
+    return "DIFFER: " + "; ".join(f"{d[:6] if d else '?'} {','.join(sps)}" for d, sps in digests.items())
+
+
+def print_spelling_tables(records: list[dict], out=sys.stdout, pick: str = "last", stat: str = "mean_ms"):
+    """Per system measured in several spellings: per TSBS type, each spelling's latency and its
+    ratio to the fastest spelling of that type; `!` marks a ratio above SPELLING_LIMIT."""
+    for system, by_type in spelling_matrix(records, pick).items():
+        spellings = [sp for sp in list(SPELLINGS) + [NATIVE_SPELLING]
+                     if any(sp in by for by in by_type.values())]
+        w0 = max(len(q) for q in list(by_type) + ["query type"])
+        cols = [max(15, len(sp)) for sp in spellings]
+        print(f"\n{system}: {stat.removesuffix('_ms')} ms per spelling (÷ the fastest spelling of the type; "
+              f"! above {SPELLING_LIMIT}x)", file=out)
+        print("query type".ljust(w0) + " | " + " | ".join(sp.ljust(c) for sp, c in zip(spellings, cols))
+              + " | worst  | rows", file=out)
+        print("-" * w0 + "-+-" + "-+-".join("-" * c for c in cols) + "-+--------+-----", file=out)
+        over = []
+        for q, by in by_type.items():
+            ratios = spelling_ratios(by, stat)
+            cells = []
+            for sp, c in zip(spellings, cols):
+                r = by.get(sp)
+                if r is None:
+                    v = "-"
+                elif "error" in r:
+                    v = "ERROR"
+                else:
+                    x = ratios.get(sp)
+                    v = f"{r[stat]:.3g} ({x:.2f}{'!' if x and x > SPELLING_LIMIT else ''})" if x else f"{r[stat]:.3g}"
+                cells.append(v.ljust(c))
+            worst = max(ratios.values(), default=None)
+            over += [f"{q} {sp} {x:.2f}x" for sp, x in ratios.items() if x > SPELLING_LIMIT]
+            print(q.ljust(w0) + " | " + " | ".join(cells) + " | "
+                  + (f"{worst:.2f}x" if worst else "-").ljust(6) + " | " + spelling_rows_agree(by), file=out)
+        print(f"  {system}: {len(over)} of {sum(len(by) for by in by_type.values())} (type, spelling) pairs "
+              f"above {SPELLING_LIMIT}x the fastest spelling of their type", file=out)
+        for q, by in by_type.items():
+            for sp, r in by.items():
+                if "error" in r:
+                    print(f"  ERROR {system} {q} {sp}: {r['error'][:300]}", file=out)
+
+
+def resolve_spellings(system: str, text: str) -> list[str]:
+    """--spelling's value for a system: the spellings to run, in SPELLINGS order for `all`. A
+    system with its own dialect (questdb, chdb, victoriametrics, influxdb) runs its one native
+    text whatever was asked; a standard-SQL system refuses a spelling it does not take."""
+    if system not in SPELLING_SYSTEMS:
+        for sp in text.split(","):
+            if sp != "all" and sp not in SPELLINGS:
+                raise ValueError(f"unknown spelling {sp!r}; known: {', '.join(SPELLINGS)}, all")
+        return [NATIVE_SPELLING]
+    if text == "all":
+        return list(SPELLING_SYSTEMS[system])
+    out = []
+    for sp in text.split(","):
+        check_spelling(system, sp.strip())
+        if sp.strip() not in out:
+            out.append(sp.strip())
+    return out
 
 
 def main(argv=None):
@@ -1012,8 +1251,14 @@ def main(argv=None):
     ap.add_argument("--scale", type=int, default=100, help="number of hosts in the data")
     ap.add_argument("--start", default="2016-01-01T00:00:00Z", help="the data's first timestamp")
     ap.add_argument("--duration-secs", type=int, default=86400, help="the data's length (end = start + this)")
-    ap.add_argument("--bucket", choices=["date_trunc", "time_bucket"], default="date_trunc",
-                    help="bucket function for tempora / duckdb (postgresql always date_trunc)")
+    ap.add_argument("--spelling", default=None,
+                    help="how the standard SQL writes its time bucket (tempora, tempora-http, duckdb, "
+                         "postgresql; the other systems have their own text and ignore it): one of "
+                         f"{', '.join(SPELLINGS)}; several separated by commas, or `all` (every "
+                         "spelling the system takes), run one after another for each query type. "
+                         "Default date_trunc")
+    ap.add_argument("--bucket", choices=["date_trunc", "time_bucket"], default=None,
+                    help="the older name of --spelling date_trunc / time_bucket")
     ap.add_argument("--http", action="store_true", help="with --system tempora: use HTTP (= tempora-http)")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--tempora-pg-port", type=int, default=15433)
@@ -1033,9 +1278,10 @@ def main(argv=None):
                     help="with --table-from, several records of one (system, query type): the last, "
                          "or the one taken while other processes used the least CPU")
     ap.add_argument("--check-same-rows", action="store_true",
-                    help="with --table-from: exit 1 unless every system returned the same rows "
-                         "(result digest) for each query type, and none failed")
-    ap.add_argument("--print-sql", action="store_true", help="print the first query of each type and exit")
+                    help="with --table-from: exit 1 unless every system, in every spelling, returned "
+                         "the same rows (result digest) for each query type, and none failed")
+    ap.add_argument("--print-sql", action="store_true",
+                    help="print the first query of each type (in each spelling asked for) and exit")
     args = ap.parse_args(argv)
 
     if args.table_from:
@@ -1046,7 +1292,7 @@ def main(argv=None):
         records = [r for r in records if r.get("kind", "query") == "query"]
         print_table(records, pick=args.pick)
         if args.check_same_rows:
-            problems = different_rows(pick_records(records, args.pick))
+            problems = different_rows(pick_records(records, args.pick, by_spelling=True))
             for p in problems:
                 print(f"MISMATCH {p}", file=sys.stderr)
             return 1 if problems else 0
@@ -1059,9 +1305,15 @@ def main(argv=None):
     args.start_ns = int(start.timestamp()) * 10**9
     args.end_ns = args.start_ns + args.duration_secs * 10**9
     qts = args.query_type or QUERY_TYPES
+    if args.spelling and args.bucket and args.spelling != args.bucket:
+        ap.error(f"--spelling {args.spelling} and --bucket {args.bucket} disagree")
+    try:
+        spellings = resolve_spellings(args.system, args.spelling or args.bucket or DEFAULT_SPELLING)
+    except ValueError as e:
+        ap.error(str(e))
 
     if args.print_sql:
-        for qt in qts:
+        for qt, sp in ((qt, sp) for qt in qts for sp in spellings):
             p = generate_params(qt, 1, args.seed, args.scale, args.start_ns, args.end_ns)[0][0]
             if args.system == "chdb":
                 t = clickhouse_sql(qt, p)
@@ -1073,21 +1325,27 @@ def main(argv=None):
             elif args.system == "influxdb":
                 t = influxql(qt, p)
             else:
-                t = standard_sql(qt, p, "date_trunc" if args.system == "postgresql" else args.bucket)
-            print(f"-- {qt} {json.dumps(p.to_json())}\n{t};")
+                t = standard_sql(qt, p, sp)
+            label = f" spelling={sp}" if len(spellings) > 1 else ""
+            print(f"-- {qt}{label} {json.dumps(p.to_json())}\n{t};")
         return 0
 
+    args.spelling = spellings[0]
     client = make_client(args)
     records = []
     try:
         for qt in qts:
-            rec = run_query_type(client, args, qt)
-            records.append(rec)
-            line = json.dumps(rec)
-            print(line, flush=True)
-            if args.json_out:
-                with open(args.json_out, "a") as f:
-                    f.write(line + "\n")
+            # every spelling of one type back to back, so that they are measured on one machine state
+            for sp in spellings:
+                if sp != NATIVE_SPELLING:
+                    client.spelling = sp
+                rec = run_query_type(client, args, qt)
+                records.append(rec)
+                line = json.dumps(rec)
+                print(line, flush=True)
+                if args.json_out:
+                    with open(args.json_out, "a") as f:
+                        f.write(line + "\n")
     finally:
         client.close()
     print_table(records)
