@@ -394,7 +394,7 @@ fn deletes_over_both_protocols_are_kept_through_kill_9() {
         "ts",
         "DELETE FROM cpu WHERE host = 'a' AND time < '2016-01-01T20:15:00Z'",
     );
-    assert_eq!(n.trim(), "5");
+    assert_eq!(n.trim(), "DELETE 5", "PostgreSQL's command tag");
     // HTTP: the last minute of every host.
     let v = s.sql_json("ts", "DELETE FROM cpu WHERE time >= '2016-01-01T20:19:00Z'");
     assert_eq!(v["rows"][0][0], 2, "{v}");

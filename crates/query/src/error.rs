@@ -10,6 +10,18 @@ pub enum QueryError {
     InvalidDatabase { name: String, reason: String },
     #[error("{0}")]
     Sql(String),
+    /// A statement or feature Tempora does not run (HTTP 400, SQLSTATE 0A000).
+    #[error("{0}")]
+    Unsupported(String),
+    /// A setting's value that is not valid for it (HTTP 400, SQLSTATE 22023).
+    #[error("{0}")]
+    InvalidParameter(String),
+    #[error("database {0:?} already exists")]
+    DuplicateDatabase(String),
+    #[error("table {0:?} doesn't exist")]
+    TableNotFound(String),
+    #[error("table {0:?} already exists")]
+    DuplicateTable(String),
     #[error("{}", one_line(.0))]
     DataFusion(#[from] datafusion::error::DataFusionError),
     #[error("{0}")]
@@ -44,7 +56,9 @@ impl QueryError {
     pub fn http_status(&self) -> u16 {
         use datafusion::error::DataFusionError as D;
         match self {
-            Self::DatabaseNotFound(_) => 404,
+            Self::DatabaseNotFound(_) | Self::TableNotFound(_) => 404,
+            Self::DuplicateDatabase(_) | Self::DuplicateTable(_) => 409,
+            Self::Unsupported(_) | Self::InvalidParameter(_) => 400,
             Self::InvalidDatabase { .. } | Self::Sql(_) | Self::Model(_) | Self::Insert(_) => 400,
             Self::Arrow(_) => 400,
             // DataFusion wraps errors (context, diagnostics): judge by the root cause.
@@ -64,6 +78,11 @@ impl QueryError {
         use datafusion::error::DataFusionError as D;
         match self {
             Self::DatabaseNotFound(_) => "3D000",
+            Self::TableNotFound(_) => "42P01",
+            Self::DuplicateDatabase(_) => "42P04",
+            Self::DuplicateTable(_) => "42P07",
+            Self::Unsupported(_) => "0A000",
+            Self::InvalidParameter(_) => "22023",
             Self::InvalidDatabase { .. } => "42602",
             Self::Sql(_) => "42601",
             Self::Model(_) | Self::Insert(_) | Self::Arrow(_) => "22000",

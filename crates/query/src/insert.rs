@@ -2,7 +2,7 @@
 //! `INSERT INTO t (…) VALUES (…), …` that bypasses the planner (Lindorm §4.4).
 //!
 //! Fast-path rules: every value is a literal (number, string, boolean, NULL, or a negated
-//! number); the column list is required and must name `time` unless the server's clock
+//! number) or a bound parameter (`$1`); the column list is required and must name `time` unless the server's clock
 //! should stamp the rows. Columns the table already has keep their kind; a new column is a
 //! tag when its first value is a string and a field otherwise. `time` takes nanoseconds as an
 //! integer or a timestamp string (`'2024-01-01 00:00:00'`, RFC 3339). Anything else (no
@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
+use datafusion::common::ScalarValue;
 use datafusion::datasource::sink::DataSink;
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
@@ -19,8 +20,6 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType};
 use datafusion::sql::sqlparser::ast::{
     Expr, SetExpr, Statement, TableObject, UnaryOperator, Value,
 };
-use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
-use datafusion::sql::sqlparser::parser::Parser;
 use futures::StreamExt;
 use tempora_model::{ColumnKind, FieldValue, RowBatch, RowBatchBuilder, Timestamp};
 use tempora_storage::Engine;
@@ -103,7 +102,7 @@ impl DataSink for EngineSink {
     }
 }
 
-/// A parsed simple insert: the table (unqualified) and its rows.
+/// A simple insert with its rows bound: the table (unqualified) and its rows.
 #[derive(Debug)]
 pub struct SimpleInsert {
     pub table: String,
@@ -111,11 +110,38 @@ pub struct SimpleInsert {
 }
 
 /// One literal of a VALUES list.
-enum Lit {
+#[derive(Debug, Clone, PartialEq)]
+pub enum Lit {
     Num(String),
     Str(String),
     Bool(bool),
     Null,
+}
+
+/// One cell of a VALUES list: a literal, or a bound parameter (0-based).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    Lit(Lit),
+    Param(usize),
+}
+
+/// `INSERT INTO t (c, ...) VALUES (...), ...` whose cells are constants or parameters: written
+/// without the planner, to tables that may not exist yet (schema on write).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimpleInsertPlan {
+    pub table: crate::sql::TableName,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<Cell>>,
+}
+
+fn cell(e: &Expr) -> Option<Cell> {
+    if let Expr::Value(v) = e
+        && let Value::Placeholder(p) = &v.value
+    {
+        let n: usize = p.strip_prefix('$')?.parse().ok()?;
+        return n.checked_sub(1).map(Cell::Param);
+    }
+    literal(e).map(Cell::Lit)
 }
 
 fn literal(e: &Expr) -> Option<Lit> {
@@ -138,52 +164,131 @@ fn literal(e: &Expr) -> Option<Lit> {
     }
 }
 
-/// Parses `sql` as a simple insert; `None` when it is something else (the caller plans it).
-/// `kinds` gives the kinds of an existing table's columns; `now_ns` stamps rows without time.
+/// A bound parameter as the literal it stands for.
+fn param_literal(v: &ScalarValue) -> Result<Lit> {
+    use ScalarValue as S;
+    if v.is_null() {
+        return Ok(Lit::Null);
+    }
+    Ok(match v {
+        S::Utf8(Some(s)) | S::LargeUtf8(Some(s)) | S::Utf8View(Some(s)) => Lit::Str(s.clone()),
+        S::Boolean(Some(b)) => Lit::Bool(*b),
+        S::Float64(Some(f)) => Lit::Num(f.to_string()),
+        S::Float32(Some(f)) => Lit::Num(f.to_string()),
+        v if v.data_type().is_integer() => Lit::Num(v.to_string()),
+        v => match crate::pushdown::ts_nanos(v) {
+            Some(ns) => Lit::Num(ns.to_string()),
+            None => {
+                return Err(QueryError::Insert(format!(
+                    "a parameter of type {} cannot be inserted",
+                    v.data_type()
+                )));
+            }
+        },
+    })
+}
+
+impl SimpleInsertPlan {
+    /// The plan of a simple insert statement; `None` when it is another kind of insert (the
+    /// caller plans it with DataFusion).
+    pub fn from_statement(stmt: &Statement) -> Option<Result<SimpleInsertPlan>> {
+        let Statement::Insert(ins) = stmt else {
+            return None;
+        };
+        let TableObject::TableName(name) = &ins.table else {
+            return None;
+        };
+        if ins.columns.is_empty() || ins.on.is_some() || ins.returning.is_some() {
+            return None;
+        }
+        let SetExpr::Values(values) = ins.source.as_ref()?.body.as_ref() else {
+            return None;
+        };
+        let mut rows = Vec::with_capacity(values.rows.len());
+        for r in &values.rows {
+            rows.push(r.iter().map(cell).collect::<Option<Vec<_>>>()?);
+        }
+        let columns: Vec<String> = ins
+            .columns
+            .iter()
+            .map(|c| {
+                c.0.last()
+                    .and_then(|p| p.as_ident())
+                    .map(crate::sql::ddl::ident_name)
+            })
+            .collect::<Option<_>>()?;
+        Some(
+            crate::sql::ddl::table_name(name).map(|table| SimpleInsertPlan {
+                table,
+                columns,
+                rows,
+            }),
+        )
+    }
+
+    /// How many parameters the rows use (the highest `$n`).
+    pub fn param_count(&self) -> usize {
+        self.rows
+            .iter()
+            .flatten()
+            .filter_map(|c| match c {
+                Cell::Param(i) => Some(i + 1),
+                Cell::Lit(_) => None,
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The rows with `params` bound. `kinds` gives the kinds of an existing table's columns;
+    /// `now_ns` stamps rows without time.
+    pub fn bind(
+        &self,
+        table: &str,
+        params: &[ScalarValue],
+        kinds: &dyn Fn(&str) -> Option<ColumnKind>,
+        now_ns: i64,
+    ) -> Result<RowBatch> {
+        let rows = self
+            .rows
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .map(|c| match c {
+                        Cell::Lit(l) => Ok(l.clone()),
+                        Cell::Param(i) => params
+                            .get(*i)
+                            .ok_or_else(|| {
+                                QueryError::Insert(format!(
+                                    "no value bound for parameter ${}",
+                                    i + 1
+                                ))
+                            })
+                            .and_then(param_literal),
+                    })
+                    .collect::<Result<Vec<_>>>()
+            })
+            .collect::<Result<Vec<_>>>()?;
+        build_rows(table, &self.columns, rows, kinds, now_ns)
+    }
+}
+
+/// Parses `sql` as a simple insert; `None` when it is something else. (Tests and tools: the
+/// service reads inserts through [`crate::sql::parse`].)
 pub fn parse_simple_insert(
     sql: &str,
     kinds: impl Fn(&str, &str) -> Option<ColumnKind>,
     now_ns: i64,
 ) -> Option<Result<SimpleInsert>> {
-    let trimmed = sql.trim_start();
-    if !trimmed.get(..6)?.eq_ignore_ascii_case("insert") {
-        return None;
-    }
-    let mut stmts = Parser::parse_sql(&PostgreSqlDialect {}, sql).ok()?;
-    if stmts.len() != 1 {
-        return None;
-    }
-    let Statement::Insert(ins) = stmts.pop()? else {
-        return None;
+    let stmt = match crate::sql::parse(sql).ok()?.pop()? {
+        crate::sql::Statement::Insert(s) => s,
+        _ => return None,
     };
-    let TableObject::TableName(name) = &ins.table else {
-        return None;
-    };
-    if name.0.len() != 1 || ins.columns.is_empty() || ins.on.is_some() || ins.returning.is_some() {
-        return None;
-    }
-    let table = name.0[0].as_ident()?.value.clone();
-    let SetExpr::Values(values) = ins.source.as_ref()?.body.as_ref() else {
-        return None;
-    };
-    let mut rows = Vec::with_capacity(values.rows.len());
-    for r in &values.rows {
-        let lits = r.iter().map(literal).collect::<Option<Vec<_>>>()?;
-        rows.push(lits);
-    }
-    let columns: Vec<String> = ins
-        .columns
-        .iter()
-        .map(|c| {
-            c.0.last()
-                .and_then(|p| p.as_ident())
-                .map(|i| i.value.clone())
-        })
-        .collect::<Option<_>>()?;
-    Some(
-        build_rows(&table, &columns, rows, &|c| kinds(&table, c), now_ns)
-            .map(|batch| SimpleInsert { table, batch }),
-    )
+    let plan = SimpleInsertPlan::from_statement(&stmt)?;
+    Some(plan.and_then(|p| {
+        let table = p.table.table.clone();
+        p.bind(&table, &[], &|c| kinds(&table, c), now_ns)
+            .map(|batch| SimpleInsert { table, batch })
+    }))
 }
 
 fn build_rows(

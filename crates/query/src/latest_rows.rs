@@ -1,4 +1,4 @@
-//! Keeping the newest row per key of a batch of cached latest rows (see `latest_rule`): the
+//! Keeping the newest row per key of a batch of cached latest rows (see `rules::latest`): the
 //! step that lets `DISTINCT ON (tags) … ORDER BY tags, time DESC` skip aggregation.
 //!
 //! Keys compare as `DISTINCT ON` compares them: NULLs are equal to each other. Of rows with

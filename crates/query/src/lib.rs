@@ -6,89 +6,48 @@
 //! database, so unqualified names resolve in it and other databases are reachable as
 //! `other.public.t`.
 //!
+//! One front door: every statement, from every protocol, is read once by [`sql`] into a
+//! typed statement, planned by [`plan`] into a DataFusion logical plan with Tempora's nodes
+//! ([`nodes`]), optimised by DataFusion with Tempora's rules ([`rules`]), kept in the plan
+//! cache ([`cache`]), and run by DataFusion with Tempora's operators ([`exec`]). The service
+//! ([`service`]) is the only entry.
+//!
+//! | folder | what it holds |
+//! |---|---|
+//! | `sql/` | the grammar: text → typed statements |
+//! | `plan/` | typed statements → logical plans and commands |
+//! | `nodes/` | Tempora's logical plan nodes |
+//! | `rules/` | analyzer and optimizer rules that choose Tempora's nodes by what a plan means |
+//! | `exec/` | physical operators and the planner that makes them from the nodes |
+//! | `functions/` | scalar, aggregate and table functions |
+//!
 //! Invariants:
 //! - Engine calls (which block) run on the blocking pool, never on the async runtime.
 //! - Every query runs under the configured memory pool limit; [`QueryLimits`] names them.
-//! - Simple `INSERT … VALUES` statements take [`insert::fast_insert`], which bypasses the
-//!   planner; anything else goes through DataFusion.
 
+pub mod cache;
 pub mod catalog;
+pub mod command;
 pub mod convert;
 pub mod delete;
 pub mod error;
-pub mod fast;
-pub mod fill;
+pub mod exec;
 pub mod functions;
 pub mod insert;
-pub mod latest_on;
 pub mod latest_rows;
-pub mod latest_rule;
 pub mod limits;
+pub mod nodes;
+pub mod options;
+pub mod plan;
 pub mod pushdown;
-pub mod sample_by;
-pub mod scan_exec;
+pub mod rules;
 pub mod service;
-pub mod show;
-pub mod sql_text;
+pub mod sql;
 pub mod table;
 
 pub use error::{QueryError, Result};
 pub use limits::QueryOptions;
-pub use service::{QueryLimits, QueryService};
-
-/// Rewrites Tempora's SQL extensions (`SAMPLE BY`, `LATEST ON`, `SHOW DATABASES`, `SHOW TAG
-/// VALUES`) into standard SQL; `None` when `sql` uses none of them.
-pub fn rewrite_extensions(sql: &str) -> Result<Option<String>> {
-    if let Some(q) = show::rewrite(sql)? {
-        return Ok(Some(q));
-    }
-    let uses = |kws: &[&str]| sql_text::find_keywords(sql, kws, 0).is_some();
-    if !uses(&["SAMPLE", "BY"]) && !uses(&["LATEST", "ON"]) {
-        return Ok(None);
-    }
-    // Each statement of a multi-statement text on its own.
-    let mut out = Vec::new();
-    let mut changed = false;
-    let mut from = 0;
-    while from < sql.len() {
-        let end = sql_text::find_keywords(sql, &[";"], from).map_or(sql.len(), |p| p.0);
-        let (explain, stmt) = split_explain(&sql[from..end]);
-        let sampled = sample_by::rewrite(stmt)?;
-        let s = sampled.as_deref().unwrap_or(stmt);
-        match latest_on::rewrite(s)?.or(sampled) {
-            Some(r) => {
-                changed = true;
-                out.push(format!("{explain} {r}"));
-            }
-            None => out.push(sql[from..end].to_string()),
-        }
-        from = end + 1;
-    }
-    Ok(changed.then(|| out.join(";")))
-}
-
-/// Splits a leading `EXPLAIN [ANALYZE] [VERBOSE]` off a statement, so the extensions are
-/// rewritten in what it explains.
-pub(crate) fn split_explain(stmt: &str) -> (&str, &str) {
-    let mut at = 0;
-    for (i, kw) in ["EXPLAIN", "ANALYZE", "VERBOSE"].iter().enumerate() {
-        let rest = &stmt[at..];
-        let word = rest.trim_start();
-        let skipped = rest.len() - word.len();
-        // `get` also refuses a cut inside a multi-byte character (`-- 日本語`).
-        let matches = word.len() > kw.len()
-            && word
-                .get(..kw.len())
-                .is_some_and(|w| w.eq_ignore_ascii_case(kw))
-            && word[kw.len()..].starts_with(char::is_whitespace);
-        if matches {
-            at += skipped + kw.len();
-        } else if i == 0 {
-            return ("", stmt);
-        }
-    }
-    stmt.split_at(at)
-}
+pub use service::{Output, Prepared, QueryLimits, QueryOutput, QueryService};
 
 /// The only schema inside a database.
 pub const SCHEMA: &str = "public";
@@ -122,76 +81,4 @@ pub fn validate_database(name: &str) -> Result<()> {
         });
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::split_explain;
-
-    #[test]
-    fn split_explain_named_cases() {
-        let cases = [
-            ("plain", "EXPLAIN SELECT 1", ("EXPLAIN", " SELECT 1")),
-            (
-                "analyze verbose",
-                "explain analyze verbose SELECT 1",
-                ("explain analyze verbose", " SELECT 1"),
-            ),
-            ("no explain", "SELECT 1", ("", "SELECT 1")),
-            ("a word that starts like it", "EXPLAINED", ("", "EXPLAINED")),
-            (
-                "multi-byte text where the keyword would end",
-                "-- 日本語\nSELECT 1",
-                ("", "-- 日本語\nSELECT 1"),
-            ),
-            (
-                "multi-byte after EXPLAIN",
-                "EXPLAIN 温度",
-                ("EXPLAIN", " 温度"),
-            ),
-        ];
-        for (name, text, want) in cases {
-            assert_eq!(split_explain(text), want, "{name}");
-        }
-    }
-
-    #[test]
-    fn each_statement_of_a_text_is_rewritten_on_its_own() {
-        let got = super::rewrite_extensions(
-            "SELECT 1; SELECT time, max(v) FROM t SAMPLE BY 1m; SELECT ';'",
-        )
-        .unwrap()
-        .unwrap();
-        let parts: Vec<&str> = got.split(';').collect();
-        assert_eq!(parts[0], "SELECT 1");
-        assert!(parts[1].contains("GROUP BY date_bin"), "{got}");
-        assert!(got.ends_with(" SELECT ';'"), "{got}");
-        assert_eq!(
-            super::rewrite_extensions("SELECT 1; SELECT 2").unwrap(),
-            None
-        );
-    }
-
-    #[test]
-    fn explain_prefixes_are_kept_around_the_rewrite() {
-        let cases = [
-            ("EXPLAIN SELECT", "EXPLAIN", " SELECT"),
-            (
-                "  explain analyze verbose SELECT",
-                "  explain analyze verbose",
-                " SELECT",
-            ),
-            ("EXPLAIN VERBOSE SELECT", "EXPLAIN VERBOSE", " SELECT"),
-            ("SELECT explain", "", "SELECT explain"),
-            ("EXPLAINED", "", "EXPLAINED"),
-        ];
-        for (stmt, prefix, rest) in cases {
-            assert_eq!(super::split_explain(stmt), (prefix, rest), "{stmt}");
-        }
-        let got =
-            super::rewrite_extensions("EXPLAIN SELECT * FROM t LATEST ON time PARTITION BY h")
-                .unwrap()
-                .unwrap();
-        assert!(got.starts_with("EXPLAIN SELECT DISTINCT ON"), "{got}");
-    }
 }

@@ -16,13 +16,43 @@ use datafusion::execution::memory_pool::{
     MemoryConsumer, MemoryLimit, MemoryPool, MemoryReservation,
 };
 
-/// What a client asked of one query; `None` takes the server's value.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// What a client asked of one query, or set for its session; `None` takes the server's value.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct QueryOptions {
     pub timeout: Option<Duration>,
     pub memory_bytes: Option<usize>,
     /// Rows a collected result may have; more is an error, not a silent cut.
     pub max_rows: Option<usize>,
+    /// `tempora.operators`: Tempora's plan operators for the monitoring shapes.
+    pub operators: Option<bool>,
+    /// `tempora.last_value_cache`: latest values from the last-value cache.
+    pub last_value_cache: Option<bool>,
+}
+
+impl QueryOptions {
+    /// Applies `SET` / `RESET` of a Tempora setting.
+    pub fn apply(&mut self, set: &crate::sql::SetVariable) -> crate::Result<()> {
+        use crate::sql::set::{Setting, parse_bool};
+        let bad = |e: String| {
+            crate::QueryError::InvalidParameter(format!("{}: {e}", set.setting.name()))
+        };
+        let v = set.value.as_deref();
+        match set.setting {
+            Setting::StatementTimeout => {
+                self.timeout = v.map(parse_duration).transpose().map_err(bad)?.flatten();
+            }
+            Setting::QueryMemoryLimit => {
+                self.memory_bytes = v.map(parse_bytes).transpose().map_err(bad)?.flatten();
+            }
+            Setting::Operators => {
+                self.operators = v.map(|v| parse_bool(set.setting, v)).transpose()?;
+            }
+            Setting::LastValueCache => {
+                self.last_value_cache = v.map(|v| parse_bool(set.setting, v)).transpose()?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The query's share of the server's pool.

@@ -1,29 +1,45 @@
-//! The query service: one DataFusion session per database, sharing one runtime (and so one
-//! memory pool) across all of them.
+//! The query service: the one front door every protocol uses.
+//!
+//! ```text
+//! text ─► sql::parse (once) ─► Statement ─► prepare ─► Prepared ─► execute(params) ─► Output
+//!                                             │  plan (crate::plan), optimise,
+//!                                             └─ kept in the plan cache (crate::cache)
+//! ```
+//!
+//! - HTTP SQL calls [`QueryService::run`] (parse, then prepare and execute each statement);
+//!   the PostgreSQL simple protocol does the same per statement; the extended protocol calls
+//!   [`QueryService::prepare`] at `Parse` and [`QueryService::execute`] at `Execute`, with
+//!   the bound parameters.
+//! - One DataFusion session state per database (and per combination of the settings that
+//!   change plans), shared by every query of that database; a query's memory pool is its own
+//!   ([`QueryPool`]), set in the task context it runs with.
+//! - Engine calls (which block) run on the blocking pool, never on the async runtime.
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use arrow::array::RecordBatch;
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{DataType, Schema, SchemaRef};
+use datafusion::common::{ParamValues, ScalarValue};
 use datafusion::execution::memory_pool::{FairSpillPool, MemoryPool};
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::execution::{SendableRecordBatchStream, SessionState, TaskContext};
+use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::sql::sqlparser::ast;
 use futures::StreamExt;
 use parking_lot::RwLock;
 
 use crate::catalog::{Databases, TemporaCatalogList};
 use crate::error::{QueryError, Result};
-use crate::fast::FastQuery;
-use crate::insert::{parse_simple_insert, write_all_or_fail};
+use crate::insert::{SimpleInsertPlan, write_all_or_fail};
 use crate::limits::{QueryOptions, QueryPool};
+use crate::options::TemporaOptions;
+use crate::plan::{Command, Planned};
+use crate::sql::Statement;
 use crate::{SCHEMA, engine_table};
-
-/// Longest SQL text the fast path parses (longer texts go straight to DataFusion).
-pub const FAST_PATH_MAX_SQL: usize = 64 * 1024;
 
 /// Server-wide query limits.
 #[derive(Debug, Clone)]
@@ -36,10 +52,12 @@ pub struct QueryLimits {
     pub timeout: Duration,
     /// Threads a query's plan is split over.
     pub target_partitions: usize,
-    /// Answer latest-value queries from the last-value cache (see [`crate::latest_rule`]).
+    /// Answer latest-value queries from the last-value cache (see [`crate::rules::latest`]).
     pub last_value_cache: bool,
-    /// Answer bucket aggregates by the fast path (see [`crate::fast`]) instead of DataFusion.
-    pub fast_path: bool,
+    /// Tempora's plan operators for the monitoring shapes (see [`crate::rules`]).
+    pub operators: bool,
+    /// Optimised plans kept for reuse (see [`crate::cache`]); 0 turns the cache off.
+    pub plan_cache_entries: usize,
 }
 
 impl Default for QueryLimits {
@@ -50,12 +68,94 @@ impl Default for QueryLimits {
             timeout: Duration::from_secs(300),
             target_partitions: 2,
             last_value_cache: true,
-            fast_path: true,
+            operators: true,
+            plan_cache_entries: crate::cache::DEFAULT_ENTRIES,
         }
     }
 }
 
 type ContextHook = Arc<dyn Fn(&SessionContext, &str) + Send + Sync>;
+
+/// A statement made ready to run: planned and optimised (parameters still open), or a
+/// command.
+#[derive(Debug)]
+pub struct Prepared {
+    pub statement: Statement,
+    pub kind: PreparedKind,
+}
+
+#[derive(Debug)]
+pub enum PreparedKind {
+    Query {
+        /// Optimised; placeholders `$1…$n` for the client's parameters, then the literals the
+        /// plan cache turned into parameters.
+        plan: Arc<LogicalPlan>,
+        /// Values of the placeholders after the client's.
+        literals: Vec<ScalarValue>,
+    },
+    Command(Command),
+    Insert(SimpleInsertPlan),
+    /// A PostgreSQL session statement: the protocol answers it.
+    Session(Box<ast::Statement>),
+}
+
+impl Prepared {
+    /// The result's schema (empty for statements without rows).
+    pub fn schema(&self) -> SchemaRef {
+        match &self.kind {
+            PreparedKind::Query { plan, .. } if !is_dml(plan) => {
+                Arc::new(plan.schema().as_arrow().clone())
+            }
+            _ => Arc::new(Schema::empty()),
+        }
+    }
+
+    /// The types of the client's parameters `$1…$n` (`None`: not known).
+    pub fn param_types(&self) -> Vec<Option<DataType>> {
+        match &self.kind {
+            PreparedKind::Query { plan, literals } => {
+                let types = plan.get_parameter_types().unwrap_or_default();
+                let n = client_params(&types, literals.len());
+                (1..=n)
+                    .map(|i| types.get(&format!("${i}")).cloned().flatten())
+                    .collect()
+            }
+            PreparedKind::Insert(i) => vec![None; i.param_count()],
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// How many of a plan's placeholders are the client's (the rest are cached literals).
+fn client_params(types: &HashMap<String, Option<DataType>>, literals: usize) -> usize {
+    types.len().saturating_sub(literals)
+}
+
+fn is_dml(plan: &LogicalPlan) -> bool {
+    matches!(plan, LogicalPlan::Dml(_))
+}
+
+/// What a statement produced.
+pub enum Output {
+    /// Rows, streamed.
+    Rows {
+        schema: SchemaRef,
+        stream: SendableRecordBatchStream,
+    },
+    /// Rows written or deleted (`INSERT`, `DELETE`).
+    Count { tag: &'static str, rows: u64 },
+    /// A command that returns no rows (`CREATE DATABASE`, `SET` …).
+    Done { tag: &'static str },
+    /// A PostgreSQL session statement the protocol answers.
+    Session(Box<ast::Statement>),
+}
+
+/// A collected result.
+#[derive(Debug)]
+pub struct QueryOutput {
+    pub schema: SchemaRef,
+    pub batches: Vec<RecordBatch>,
+}
 
 /// Runs SQL against the databases of one engine.
 pub struct QueryService {
@@ -64,18 +164,12 @@ pub struct QueryService {
     runtime: Arc<RuntimeEnv>,
     /// The server-wide pool every query's [`QueryPool`] draws from.
     pool: Arc<dyn MemoryPool>,
+    /// Session states by (database, operators, last-value cache).
+    states: RwLock<HashMap<(String, bool, bool), Arc<SessionState>>>,
     contexts: RwLock<HashMap<String, Arc<SessionContext>>>,
-    /// Recognised fast-path texts ([`crate::fast::memo`]).
-    memo: parking_lot::Mutex<crate::fast::memo::Memo>,
+    pub(crate) cache: crate::cache::PlanCache,
     /// Called on each new session (the server installs `pg_catalog` here).
     hook: Option<ContextHook>,
-}
-
-/// What a statement produced.
-#[derive(Debug)]
-pub struct QueryOutput {
-    pub schema: SchemaRef,
-    pub batches: Vec<RecordBatch>,
 }
 
 impl QueryService {
@@ -84,13 +178,15 @@ impl QueryService {
         let runtime = RuntimeEnvBuilder::new()
             .with_memory_pool(pool.clone())
             .build_arc()?;
+        let cache = crate::cache::PlanCache::new(limits.plan_cache_entries);
         Ok(Self {
             dbs,
             limits,
             runtime,
             pool,
+            states: RwLock::new(HashMap::new()),
             contexts: RwLock::new(HashMap::new()),
-            memo: Default::default(),
+            cache,
             hook: None,
         })
     }
@@ -108,7 +204,7 @@ impl QueryService {
         &self.limits
     }
 
-    /// The session of `db` (which must exist).
+    /// The session of `db` (which must exist): its catalogs, functions and rules.
     pub fn context(&self, db: &str) -> Result<Arc<SessionContext>> {
         if let Some(c) = self.contexts.read().get(db) {
             return Ok(c.clone());
@@ -124,18 +220,21 @@ impl QueryService {
             .with_default_catalog_and_schema(db, SCHEMA)
             .with_create_default_catalog_and_schema(false)
             .with_information_schema(true)
-            .with_target_partitions(self.limits.target_partitions);
+            .with_target_partitions(self.limits.target_partitions)
+            .with_option_extension(TemporaOptions {
+                operators: self.limits.operators,
+                last_value_cache: self.limits.last_value_cache,
+            });
         let state = SessionStateBuilder::new()
             .with_config(config)
             .with_runtime_env(self.runtime.clone())
             .with_catalog_list(Arc::new(TemporaCatalogList::new(self.dbs.clone())))
             .with_default_features()
+            .with_query_planner(Arc::new(crate::exec::planner::TemporaQueryPlanner))
             .build();
         let ctx = SessionContext::new_with_state(state);
         crate::functions::register_all(&ctx);
-        if self.limits.last_value_cache {
-            ctx.add_analyzer_rule(Arc::new(crate::latest_rule::LatestValueRule));
-        }
+        crate::rules::register_all(&ctx);
         ctx.register_udtf(
             "tempora_columns",
             Arc::new(crate::functions::columns::ColumnsFn {
@@ -151,18 +250,28 @@ impl QueryService {
         Ok(ctx)
     }
 
-    /// A session for one query in `db`: the database's session with a memory pool of its
-    /// own, capped at the query's limit and drawing from the server's pool.
-    pub fn query_context(&self, db: &str, opts: &QueryOptions) -> Result<Arc<SessionContext>> {
-        let base = self.context(db)?;
-        let limit = self.memory_for(opts);
-        let runtime = RuntimeEnvBuilder::from_runtime_env(&self.runtime)
-            .with_memory_pool(Arc::new(QueryPool::new(self.pool.clone(), limit)))
-            .build_arc()?;
-        let state = SessionStateBuilder::new_from_existing(base.state())
-            .with_runtime_env(runtime)
-            .build();
-        Ok(Arc::new(SessionContext::new_with_state(state)))
+    /// The session state a query of `db` with `opts` plans and runs in.
+    pub fn state(&self, db: &str, opts: &QueryOptions) -> Result<Arc<SessionState>> {
+        let operators = opts.operators.unwrap_or(self.limits.operators);
+        let lvc = opts
+            .last_value_cache
+            .unwrap_or(self.limits.last_value_cache);
+        let key = (db.to_string(), operators, lvc);
+        if let Some(s) = self.states.read().get(&key) {
+            return Ok(s.clone());
+        }
+        let mut state = self.context(db)?.state();
+        let ext = state
+            .config_mut()
+            .options_mut()
+            .extensions
+            .get_mut::<TemporaOptions>()
+            .expect("every session has Tempora's options");
+        ext.operators = operators;
+        ext.last_value_cache = lvc;
+        let state = Arc::new(state);
+        self.states.write().insert(key, state.clone());
+        Ok(state)
     }
 
     /// The memory limit of a query: the client's, at most the server's.
@@ -184,166 +293,176 @@ impl QueryService {
         self.pool.reserved()
     }
 
-    /// Forgets the session of a dropped database.
+    /// Forgets the sessions of a dropped database.
     pub fn forget(&self, db: &str) {
         self.contexts.write().remove(db);
+        self.states.write().retain(|k, _| k.0 != db);
+        self.cache.forget_database(db);
     }
 
-    /// Runs a simple insert without the planner; `None` when `sql` is not one.
-    pub async fn try_fast_insert(&self, db: &str, sql: &str, now_ns: i64) -> Option<Result<u64>> {
-        let engine = self.dbs.engine().clone();
-        let db_owned = db.to_string();
-        let parsed = parse_simple_insert(
-            sql,
-            |table, col| {
-                engine
-                    .schema(&engine_table(&db_owned, table))
-                    .and_then(|s| s.kind(col))
-            },
-            now_ns,
-        )?;
-        Some(self.write_insert(db, parsed).await)
+    /// Reads every statement of `sql` ([`crate::sql::parse`]).
+    pub fn parse(&self, sql: &str) -> Result<Vec<Statement>> {
+        crate::sql::parse(sql)
     }
 
-    async fn write_insert(
+    /// Plans and optimises `stmt` for a session of `db`.
+    pub async fn prepare(
         &self,
         db: &str,
-        parsed: Result<crate::insert::SimpleInsert>,
-    ) -> Result<u64> {
-        let ins = parsed?;
-        if !self.dbs.exists(db) {
-            return Err(QueryError::DatabaseNotFound(db.to_string()));
+        opts: &QueryOptions,
+        stmt: &Statement,
+    ) -> Result<Arc<Prepared>> {
+        let state = self.state(db, opts)?;
+        if let Some(p) = self.cache.get(db, opts, &self.limits, stmt, &self.dbs) {
+            return Ok(p);
         }
-        let mut batch = ins.batch;
-        batch.set_table(&engine_table(db, &ins.table))?;
+        crate::cache::prepare(self, &state, db, opts, stmt).await
+    }
+
+    /// Plans `stmt` without the cache: the plan and the literals it was given for.
+    pub(crate) async fn plan_statement(
+        &self,
+        state: &SessionState,
+        db: &str,
+        stmt: &Statement,
+    ) -> Result<Prepared> {
+        let planned = crate::plan::plan(state, &self.dbs, db, stmt).await?;
+        let kind = match planned {
+            Planned::Query(plan) => {
+                let plan = state.optimize(&plan)?;
+                PreparedKind::Query {
+                    plan: Arc::new(plan),
+                    literals: Vec::new(),
+                }
+            }
+            Planned::Command(c) => PreparedKind::Command(c),
+            Planned::Insert(i) => PreparedKind::Insert(i),
+            Planned::Session(s) => PreparedKind::Session(s),
+        };
+        Ok(Prepared {
+            statement: stmt.clone(),
+            kind,
+        })
+    }
+
+    /// Runs a prepared statement with the client's parameters. `opts` may be changed by a
+    /// `SET`. Rows stream: the caller collects them under the query's timeout.
+    pub async fn execute(
+        &self,
+        db: &str,
+        opts: &mut QueryOptions,
+        p: &Prepared,
+        params: Vec<ScalarValue>,
+        now_ns: i64,
+    ) -> Result<Output> {
+        match &p.kind {
+            PreparedKind::Query { plan, literals } => {
+                let state = self.state(db, opts)?;
+                let plan = bind(plan, params, literals)?;
+                let dml = is_dml(&plan);
+                let stream = self.run_plan(&state, opts, &plan).await?;
+                if dml {
+                    let tag = match &p.statement {
+                        Statement::Insert(_) => "INSERT",
+                        _ => "DELETE",
+                    };
+                    return Ok(Output::Count {
+                        tag,
+                        rows: dml_count(stream).await?,
+                    });
+                }
+                Ok(Output::Rows {
+                    schema: stream.schema(),
+                    stream,
+                })
+            }
+            PreparedKind::Insert(ins) => {
+                let rows = self.insert(db, ins, &params, now_ns).await?;
+                Ok(Output::Count {
+                    tag: "INSERT",
+                    rows,
+                })
+            }
+            PreparedKind::Command(c) => {
+                crate::command::run(self, db, opts, c).await?;
+                Ok(Output::Done {
+                    tag: p.statement.tag(),
+                })
+            }
+            PreparedKind::Session(s) => Ok(Output::Session(s.clone())),
+        }
+    }
+
+    /// Physical plan of `plan` in `state`, run with a memory pool of the query's own.
+    async fn run_plan(
+        &self,
+        state: &SessionState,
+        opts: &QueryOptions,
+        plan: &LogicalPlan,
+    ) -> Result<SendableRecordBatchStream> {
+        let physical = state
+            .query_planner()
+            .create_physical_plan(plan, state)
+            .await?;
+        let pool = Arc::new(QueryPool::new(self.pool.clone(), self.memory_for(opts)));
+        let runtime = RuntimeEnvBuilder::from_runtime_env(&self.runtime)
+            .with_memory_pool(pool)
+            .build_arc()?;
+        let task = Arc::new(TaskContext::from(state).with_runtime(runtime));
+        Ok(datafusion::physical_plan::execute_stream(physical, task)?)
+    }
+
+    async fn insert(
+        &self,
+        db: &str,
+        ins: &SimpleInsertPlan,
+        params: &[ScalarValue],
+        now_ns: i64,
+    ) -> Result<u64> {
+        let (db, table) = crate::plan::show::resolve(db, &ins.table);
+        if !self.dbs.exists(&db) {
+            return Err(QueryError::DatabaseNotFound(db));
+        }
         let engine = self.dbs.engine().clone();
+        let name = engine_table(&db, &table);
+        let schema = engine.schema(&name);
+        let kinds = |c: &str| schema.as_ref().and_then(|s| s.kind(c));
+        let mut batch = ins.bind(&table, params, &kinds, now_ns)?;
+        batch.set_table(&name)?;
         tokio::task::spawn_blocking(move || write_all_or_fail(&engine, batch))
             .await
             .map_err(|e| QueryError::Sql(format!("insert task failed: {e}")))?
     }
 
-    /// `sql` as a fast-path query ([`crate::fast`]) of `db`, or `None` when the fast path is
-    /// off or the text is not of its shape.
-    pub fn recognize_fast(&self, db: &str, sql: &str) -> Option<FastQuery> {
-        let head = sql.trim_start();
-        let select = head
-            .get(..6)
-            .is_some_and(|h| h.eq_ignore_ascii_case("select"));
-        if !self.limits.fast_path
-            || !select
-            || sql.len() > FAST_PATH_MAX_SQL
-            || !self.dbs.exists(db)
-        {
-            return None;
-        }
-        let engine = self.dbs.engine();
-        let schema = |t: &str| engine.schema(&engine_table(db, t));
-        // Bound first: a guard in the `match` head would live through the arms.
-        let remembered = self.memo.lock().get(db, sql, &schema);
-        let q = match remembered {
-            Some(q) => q,
-            None => {
-                // The snapshot the text is recognised against, as the recogniser saw it.
-                let seen = std::cell::RefCell::new(None);
-                let q = crate::fast::recognize(sql, &|t| {
-                    let s = schema(t);
-                    *seen.borrow_mut() = s.clone();
-                    s
-                })?;
-                if let Some(s) = seen.into_inner() {
-                    self.memo.lock().put(db, sql, &q, s);
-                }
-                q
-            }
-        };
-        // Latest values come from the cache only where the server lets the planner use it.
-        let allowed = !matches!(q, FastQuery::Latest(_)) || self.limits.last_value_cache;
-        allowed.then_some(q)
-    }
-
-    /// Answers `sql` by the fast path when it has its shape; `None` leaves it to DataFusion
-    /// (not of the shape, or the fold bailed). Runs under the query's memory limit and
-    /// timeout; dropping the future stops the scan at its next region.
-    pub async fn try_fast_query(
+    /// Runs every statement of `sql` in `db` and collects the last statement's rows (a
+    /// statement without rows gives its count, or nothing). `opts` carries `SET`s from one
+    /// statement to the next. Under the query's timeout; dropping the future stops it.
+    pub async fn run(
         &self,
         db: &str,
         sql: &str,
-        opts: &QueryOptions,
-    ) -> Option<Result<QueryOutput>> {
-        let q = self.recognize_fast(db, sql)?;
-        self.run_fast(db, q, opts).await
-    }
-
-    /// `EXPLAIN` of a fast-path query (see [`crate::fast::explain`]); `None` when `sql` is not
-    /// a plain `EXPLAIN` of one.
-    pub async fn try_fast_explain(&self, db: &str, sql: &str) -> Option<Result<QueryOutput>> {
-        let inner = crate::fast::explain::explained(sql)?;
-        let q = self.recognize_fast(db, inner)?;
-        let engine = self.dbs.engine().clone();
-        let table = engine_table(db, q.table());
-        let task =
-            tokio::task::spawn_blocking(move || crate::fast::explain::explain(&engine, &table, &q));
-        Some(match task.await {
-            Err(e) => Err(QueryError::Sql(format!("explain task failed: {e}"))),
-            Ok(r) => r.map(|batch| QueryOutput {
-                schema: batch.schema(),
-                batches: vec![batch],
-            }),
-        })
-    }
-
-    /// Runs a recognised query (see [`Self::try_fast_query`]).
-    pub async fn run_fast(
-        &self,
-        db: &str,
-        q: FastQuery,
-        opts: &QueryOptions,
-    ) -> Option<Result<QueryOutput>> {
-        struct CancelOnDrop(Arc<AtomicBool>);
-        impl Drop for CancelOnDrop {
-            fn drop(&mut self) {
-                self.0.store(true, Ordering::Relaxed);
-            }
-        }
-        let engine = self.dbs.engine().clone();
-        let table = engine_table(db, q.table());
-        let pool: Arc<dyn MemoryPool> =
-            Arc::new(QueryPool::new(self.pool.clone(), self.memory_for(opts)));
-        let cancel = Arc::new(AtomicBool::new(false));
-        let _stop = CancelOnDrop(cancel.clone());
-        // A small latest-value read (a few thousand cached rows, well under a millisecond)
-        // runs here: handing it to the blocking pool and back costs two thread wake-ups,
-        // about as long as the read itself.
-        let small = matches!(&q, FastQuery::Latest(_))
-            && engine
-                .latest_rows_bound(&table)
-                .is_some_and(|n| n <= crate::fast::run::INLINE_LATEST_ROWS_MAX);
-        let out = if small {
-            crate::fast::run::run_fast_query(&engine, &table, &q, &pool, &cancel)
-        } else {
-            let task = tokio::task::spawn_blocking(move || {
-                crate::fast::run::run_fast_query(&engine, &table, &q, &pool, &cancel)
-            });
-            let timeout = self.timeout_for(opts);
-            match tokio::time::timeout(timeout, task).await {
-                Err(_) => return Some(Err(QueryError::Timeout(timeout))),
-                Ok(Err(e)) => {
-                    return Some(Err(QueryError::Sql(format!("query task failed: {e}"))));
-                }
-                Ok(Ok(r)) => r,
-            }
+        now_ns: i64,
+        opts: &mut QueryOptions,
+        params: Vec<ScalarValue>,
+    ) -> Result<QueryOutput> {
+        let stmts = self.parse(sql)?;
+        let mut last = QueryOutput {
+            schema: Arc::new(Schema::empty()),
+            batches: Vec::new(),
         };
-        match out {
-            Ok(Some(batch)) => Some(match opts.max_rows {
-                Some(max) if batch.num_rows() > max => Err(QueryError::TooManyRows(max)),
-                _ => Ok(QueryOutput {
-                    schema: batch.schema(),
-                    batches: vec![batch],
-                }),
-            }),
-            Ok(None) => None,
-            Err(e) => Some(Err(e)),
+        for stmt in &stmts {
+            let timeout = self.timeout_for(opts);
+            let max_rows = opts.max_rows;
+            let run = async {
+                let p = self.prepare(db, opts, stmt).await?;
+                let out = self.execute(db, opts, &p, params.clone(), now_ns).await?;
+                collect(out, max_rows).await
+            };
+            last = tokio::time::timeout(timeout, run)
+                .await
+                .map_err(|_| QueryError::Timeout(timeout))??;
         }
+        Ok(last)
     }
 
     /// Runs one SQL text in `db` under the server's limits and collects its result.
@@ -361,37 +480,86 @@ impl QueryService {
         now_ns: i64,
         opts: &QueryOptions,
     ) -> Result<QueryOutput> {
-        if let Some(n) = self.try_fast_insert(db, sql, now_ns).await {
-            return Ok(count_output(n?));
+        let mut opts = *opts;
+        self.run(db, sql, now_ns, &mut opts, Vec::new()).await
+    }
+}
+
+/// `plan` with its placeholders bound: the client's `params`, then the cached `literals`,
+/// each cast to the type the plan gave its placeholder.
+pub fn bind(
+    plan: &LogicalPlan,
+    params: Vec<ScalarValue>,
+    literals: &[ScalarValue],
+) -> Result<LogicalPlan> {
+    if params.is_empty() && literals.is_empty() {
+        return Ok(plan.clone());
+    }
+    let types = plan.get_parameter_types()?;
+    let wanted = client_params(&types, literals.len());
+    if params.len() < wanted {
+        return Err(QueryError::Sql(format!(
+            "the statement has {wanted} parameters, {} were bound",
+            params.len()
+        )));
+    }
+    let values = params
+        .into_iter()
+        .take(wanted)
+        .chain(literals.iter().cloned())
+        .enumerate()
+        .map(|(i, v)| match types.get(&format!("${}", i + 1)) {
+            Some(Some(t)) if &v.data_type() != t && !v.is_null() => v.cast_to(t).map_err(|e| {
+                QueryError::Sql(format!("parameter ${}: {v} is not a {t}: {e}", i + 1))
+            }),
+            Some(Some(t)) if v.is_null() => Ok(ScalarValue::try_from(t)?),
+            _ => Ok(v),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(plan
+        .clone()
+        .replace_params_with_values(&ParamValues::from(values))?)
+}
+
+/// The row count a DML plan returns.
+async fn dml_count(mut stream: SendableRecordBatchStream) -> Result<u64> {
+    let mut n = 0;
+    while let Some(b) = stream.next().await {
+        let b = b?;
+        if let Some(c) = b
+            .column_by_name("count")
+            .and_then(|c| c.as_any().downcast_ref::<arrow::array::UInt64Array>())
+        {
+            n += c.iter().flatten().sum::<u64>();
         }
-        if let Some(out) = self.try_fast_query(db, sql, opts).await {
-            return out;
-        }
-        if let Some(out) = self.try_fast_explain(db, sql).await {
-            return out;
-        }
-        let ctx = self.query_context(db, opts)?;
-        let rewritten = crate::rewrite_extensions(sql)?;
-        let sql = rewritten.as_deref().unwrap_or(sql);
-        let run = async {
-            let df = ctx.sql(sql).await?;
-            let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
-            let mut stream = df.execute_stream().await?;
+    }
+    Ok(n)
+}
+
+/// Collects an output's rows (at most `max_rows`; more is an error).
+pub async fn collect(out: Output, max_rows: Option<usize>) -> Result<QueryOutput> {
+    match out {
+        Output::Rows { schema, mut stream } => {
             let (mut batches, mut rows) = (Vec::new(), 0usize);
             while let Some(b) = stream.next().await {
                 let b = b?;
                 rows += b.num_rows();
-                if let Some(max) = opts.max_rows.filter(|&m| rows > m) {
+                if let Some(max) = max_rows.filter(|&m| rows > m) {
                     return Err(QueryError::TooManyRows(max));
                 }
                 batches.push(b);
             }
-            Ok::<_, QueryError>(QueryOutput { schema, batches })
-        };
-        let timeout = self.timeout_for(opts);
-        tokio::time::timeout(timeout, run)
-            .await
-            .map_err(|_| QueryError::Timeout(timeout))?
+            Ok(QueryOutput { schema, batches })
+        }
+        Output::Count { rows, .. } => Ok(count_output(rows)),
+        Output::Done { .. } => Ok(QueryOutput {
+            schema: Arc::new(Schema::empty()),
+            batches: Vec::new(),
+        }),
+        Output::Session(s) => Err(QueryError::Sql(format!(
+            "{s}: a PostgreSQL session statement; over HTTP use the request's parameters \
+             (timeout=, memory_limit=) or Tempora's SET statements"
+        ))),
     }
 }
 

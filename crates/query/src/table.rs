@@ -3,7 +3,7 @@
 //! Filters become the scan's time range and an index matcher (see [`crate::pushdown`]), so
 //! the engine reads only matching regions, files and series; both are reported as
 //! `Inexact`, so DataFusion still applies them to what comes back. Only the fields the query
-//! uses are read. The scan itself streams region by region ([`crate::scan_exec`]).
+//! uses are read. The scan itself streams region by region ([`crate::exec::scan`]).
 
 use std::sync::Arc;
 
@@ -17,8 +17,8 @@ use datafusion::physical_plan::ExecutionPlan;
 use tempora_model::TableSchema;
 use tempora_storage::Engine;
 
+use crate::exec::scan::{ScanArgs, ScanSource, TemporaScanExec};
 use crate::pushdown::{classify, request};
-use crate::scan_exec::{ScanArgs, ScanSource, TemporaScanExec};
 
 #[derive(Clone)]
 pub struct TemporaTable {

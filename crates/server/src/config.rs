@@ -49,8 +49,12 @@ pub struct Config {
     pub query_timeout_secs: u64,
     /// Rows in a SQL result sent over HTTP, at most.
     pub max_result_rows: usize,
-    /// Answer bucket aggregates without DataFusion's planner (`tempora_query::fast`).
-    pub query_fast_path: bool,
+    /// Tempora's plan operators for the monitoring shapes (bucketed aggregates, filtered rows,
+    /// latest values); off gives DataFusion's plain plans (`query_fast_path` is the old name).
+    #[serde(alias = "query_fast_path")]
+    pub query_operators: bool,
+    /// Optimised plans kept for reuse (the plan cache; 0 turns it off).
+    pub plan_cache_entries: usize,
     /// `text` or `json` logs.
     pub log_format: String,
 }
@@ -77,7 +81,8 @@ impl Default for Config {
             query_memory_limit_bytes: 1 << 30,
             query_timeout_secs: 300,
             max_result_rows: 1_000_000,
-            query_fast_path: true,
+            query_operators: true,
+            plan_cache_entries: 1024,
             log_format: "text".into(),
         }
     }
@@ -205,8 +210,9 @@ impl Config {
             "query_memory_limit_bytes" => self.query_memory_limit_bytes = num(value)?,
             "query_timeout_secs" => self.query_timeout_secs = num(value)? as u64,
             "max_result_rows" => self.max_result_rows = num(value)?,
-            "query_fast_path" => {
-                self.query_fast_path = match value {
+            "plan_cache_entries" => self.plan_cache_entries = num(value)?,
+            "query_operators" | "query_fast_path" => {
+                self.query_operators = match value {
                     "true" | "on" | "1" => true,
                     "false" | "off" | "0" => false,
                     _ => return Err(invalid("expected true or false")),

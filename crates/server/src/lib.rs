@@ -16,8 +16,8 @@ pub mod influx;
 pub mod ops;
 pub mod pg;
 pub mod pg_encode;
-pub mod pg_fast;
 pub mod pg_limits;
+pub mod pg_prepared;
 pub mod pg_startup;
 pub mod sql_http;
 pub mod state;
@@ -85,7 +85,8 @@ fn open(c: &Config) -> Result<Inner, ServerError> {
         memory_pool_bytes: c.query_memory_bytes,
         query_memory_bytes: c.query_memory_limit_bytes,
         timeout: std::time::Duration::from_secs(c.query_timeout_secs),
-        fast_path: c.query_fast_path,
+        operators: c.query_operators,
+        plan_cache_entries: c.plan_cache_entries,
         ..QueryLimits::default()
     };
     let query = QueryService::new(dbs, limits)?.with_context_hook(|ctx, db| {

@@ -1,44 +1,52 @@
-//! The PostgreSQL wire protocol, through `datafusion-postgres` (pgwire): simple and extended
-//! protocol, `pg_catalog` for psql, psycopg and Grafana. The connection's database name picks
-//! the Tempora database: each database has its own session, and these handlers send every
-//! statement to the session of the connection's database.
+//! The PostgreSQL wire protocol (pgwire): simple and extended protocol, `pg_catalog` for psql,
+//! psycopg, JDBC and Grafana. The connection's database name picks the Tempora database.
+//!
+//! Every statement goes through the query service's one front door: the simple protocol reads
+//! the text with [`QueryService::parse`] and prepares and executes each statement; the
+//! extended protocol prepares at `Parse` (the plan cache makes a repeated text cheap) and
+//! executes at `Execute` with the bound parameters. PostgreSQL session statements (`BEGIN`,
+//! `SET DateStyle`, `SHOW x`, cursors) are answered by datafusion-postgres's session hooks.
 
 use std::fmt::Debug;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use datafusion::logical_expr::LogicalPlan;
+use datafusion::common::ScalarValue;
 use datafusion::prelude::SessionContext;
 use datafusion::sql::sqlparser;
+use datafusion_postgres::arrow_pg::datatypes::{
+    arrow_schema_to_pg_fields, df::deserialize_parameters, into_pg_type,
+};
+use datafusion_postgres::hooks::QueryHook;
+use datafusion_postgres::hooks::cursor::CursorStatementHook;
+use datafusion_postgres::hooks::set_show::SetShowHook;
+use datafusion_postgres::hooks::transactions::TransactionStatementHook;
 use datafusion_postgres::pgwire;
-use datafusion_postgres::{DfSessionService, Parser};
-use futures::Sink;
-use parking_lot::RwLock;
+use futures::{Sink, StreamExt};
 use pgwire::api::auth::StartupHandler;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
-use pgwire::api::results::{FieldInfo, Response};
+use pgwire::api::results::{FieldInfo, Response, Tag};
 use pgwire::api::stmt::QueryParser;
 use pgwire::api::store::PortalStore;
 use pgwire::api::{ClientInfo, ClientPortalStore, PgWireServerHandlers, Type};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
-use tempora_query::fast::FastQuery;
-use tempora_query::{QueryOptions, QueryService};
+use pgwire::types::format::FormatOptions;
+use tempora_query::sql::Statement;
+use tempora_query::{Output, Prepared, QueryOptions, QueryService};
 
-use crate::pg_fast;
 use crate::pg_limits::{self, CancelRegistry, Canceller, Guard};
+use crate::pg_prepared::{PgStatement, PreparedNode, ast_of};
 use crate::pg_startup::{self, Credentials};
 use crate::state::{Histogram, QueryGauges};
 
-type Statement = <Parser as QueryParser>::Statement;
-
-/// Sessions by database, created on first use.
+/// The PostgreSQL handlers of one server.
 pub struct PgDispatch {
     query: Arc<QueryService>,
     default_db: String,
-    services: RwLock<std::collections::HashMap<String, Arc<DfSessionService>>>,
     parser: Arc<DispatchParser>,
+    hooks: Vec<Arc<dyn QueryHook>>,
     latency: Arc<Histogram>,
     gauges: Arc<QueryGauges>,
     pub cancels: Arc<CancelRegistry>,
@@ -57,7 +65,11 @@ impl PgDispatch {
             latency,
             gauges,
             cancels: Arc::default(),
-            services: Default::default(),
+            hooks: vec![
+                Arc::new(CursorStatementHook),
+                Arc::new(SetShowHook),
+                Arc::new(TransactionStatementHook),
+            ],
             parser: Arc::new(DispatchParser {
                 dispatch: me.clone(),
             }),
@@ -72,33 +84,14 @@ impl PgDispatch {
             .unwrap_or_else(|| self.default_db.clone())
     }
 
-    fn service(&self, db: &str) -> PgWireResult<Arc<DfSessionService>> {
-        if let Some(s) = self.services.read().get(db) {
-            return Ok(s.clone());
-        }
-        let ctx = self.query.context(db).map_err(|e| {
+    fn context(&self, db: &str) -> PgWireResult<Arc<SessionContext>> {
+        self.query.context(db).map_err(|e| {
             PgWireError::UserError(Box::new(ErrorInfo::new(
                 "FATAL".into(),
                 e.sqlstate().into(),
                 e.to_string(),
             )))
-        })?;
-        let svc = Arc::new(DfSessionService::new(ctx));
-        self.services.write().insert(db.to_string(), svc.clone());
-        Ok(svc)
-    }
-}
-
-impl PgDispatch {
-    /// A session for one query with the connection's limits, and the guard that stops it.
-    fn start_query<C: ClientInfo + ?Sized>(
-        &self,
-        client: &C,
-        db: &str,
-    ) -> PgWireResult<(Arc<SessionContext>, Guard)> {
-        let opts = pg_limits::options(client);
-        let ctx = self.query.query_context(db, &opts).map_err(user_error)?;
-        Ok((ctx, self.guard(client, &opts)))
+        })
     }
 
     /// The guard that stops a query of `client` at its deadline or on cancel.
@@ -116,65 +109,100 @@ impl PgDispatch {
         }
     }
 
-    /// Answers a recognised query by the fast path, in `format`; `None` when the fast path
-    /// turns it down (DataFusion answers then).
-    async fn fast<C: ClientInfo + ?Sized>(
+    /// Prepares and executes one statement (not a session statement) for `client`.
+    async fn run<C>(
         &self,
-        client: &C,
-        db: &str,
-        q: FastQuery,
+        client: &mut C,
+        prepared: Option<Arc<Prepared>>,
+        stmt: &Statement,
+        params: Vec<ScalarValue>,
         format: &Format,
-    ) -> Option<PgWireResult<Response>> {
-        let opts = pg_limits::options(client);
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ?Sized,
+    {
+        let db = self.database(client);
+        let mut opts = pg_limits::options(client);
         let guard = self.guard(client, &opts);
-        let out = tokio::select! {
-            r = self.query.run_fast(db, q, &opts) => r?,
-            e = guard.stop() => return Some(Err(e)),
+        let work = async {
+            let p = match prepared {
+                Some(p) => p,
+                None => self.query.prepare(&db, &opts, stmt).await?,
+            };
+            let now = crate::state::now_ns();
+            self.query.execute(&db, &mut opts, &p, params, now).await
         };
-        Some(match out {
-            Ok(out) => pg_fast::encode_output(client, out, format)
-                .map(|r| guard.response(Response::Query(r))),
-            Err(e) => Err(user_error(e)),
-        })
+        let out = tokio::select! {
+            r = work => r.map_err(user_error)?,
+            e = guard.stop() => return Err(e),
+        };
+        if matches!(stmt, Statement::Set(_)) {
+            pg_limits::store_options(client, &opts);
+        }
+        let r = response(client, out, format)?;
+        Ok(guard.response(r))
+    }
+
+    /// A session statement, by the first hook that answers it.
+    async fn session<C>(
+        &self,
+        client: &mut C,
+        s: &sqlparser::ast::Statement,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let ctx = self.context(&self.database(client))?;
+        for hook in &self.hooks {
+            if let Some(r) = hook.handle_simple_query(s, &ctx, client).await {
+                return r;
+            }
+        }
+        no_op(s)
     }
 }
 
-/// The plan of a bound portal that is a plain query with no parameters (a `SELECT`, `WITH`,
-/// `VALUES` ... as the statement), which `run_plan` executes; `None` sends the statement
-/// through datafusion-postgres (parameters, `INSERT`, `SET`, `SHOW`, transactions, cursors).
-fn plain_query(portal: &Portal<Statement>) -> Option<&LogicalPlan> {
-    let (_, Some((statement, plan))) = &portal.statement.statement else {
-        return None;
-    };
-    let plain = matches!(statement, sqlparser::ast::Statement::Query(_))
-        && portal.parameter_len() == 0
-        && plan.get_parameter_types().is_ok_and(|p| p.is_empty());
-    plain.then_some(plan)
+/// Session statements no hook answers: those that change nothing here are acknowledged.
+fn no_op(s: &sqlparser::ast::Statement) -> PgWireResult<Response> {
+    use sqlparser::ast::Statement as S;
+    match s {
+        S::Discard { .. } => Ok(Response::Execution(Tag::new("DISCARD ALL"))),
+        S::Deallocate { .. } => Ok(Response::Execution(Tag::new("DEALLOCATE"))),
+        other => Err(user_error(tempora_query::sql::unsupported(&format!(
+            "{other}"
+        )))),
+    }
 }
 
-/// Executes a plain query's logical plan and encodes its rows in the portal's formats.
-///
-/// datafusion-postgres optimises an extended-protocol plan before it makes a DataFrame of it,
-/// and the DataFrame optimises it again when it plans its execution: two optimiser passes, of
-/// about 0.9 ms each for a plan with ten aggregates (docs/benchmarks.md, "planning costs").
-/// Here the DataFrame's pass is the only one, as on the simple protocol and over HTTP.
-async fn run_plan<C: ClientInfo + ?Sized>(
-    ctx: &SessionContext,
+/// An output as a pgwire response, rows in `format`.
+fn response<C: ClientInfo + ?Sized>(
     client: &C,
-    portal: &Portal<Statement>,
-    plan: &LogicalPlan,
+    out: Output,
+    format: &Format,
 ) -> PgWireResult<Response> {
-    let df = ctx
-        .execute_logical_plan(plan.clone())
-        .await
-        .map_err(|e| PgWireError::ApiError(Box::new(e)))?;
-    let rows =
-        crate::pg_encode::dataframe_response(client, df, &portal.result_column_format).await?;
-    Ok(Response::Query(rows))
+    Ok(match out {
+        Output::Rows { schema, stream } => {
+            let opts = Arc::new(FormatOptions::from_client_metadata(client.metadata()));
+            let fields = arrow_schema_to_pg_fields(&schema, format, Some(opts))?;
+            let batches = stream.map(|b| b.map_err(|e| PgWireError::ApiError(Box::new(e))));
+            Response::Query(crate::pg_encode::query_response(Arc::new(fields), batches))
+        }
+        Output::Count { tag, rows } => {
+            let t = Tag::new(tag).with_rows(rows as usize);
+            Response::Execution(if tag == "INSERT" { t.with_oid(0) } else { t })
+        }
+        Output::Done { tag } => Response::Execution(Tag::new(tag)),
+        Output::Session(s) => {
+            return Err(user_error(tempora_query::sql::unsupported(&s.to_string())));
+        }
+    })
 }
 
 /// A query error as the PostgreSQL client sees it.
-fn user_error(e: tempora_query::QueryError) -> PgWireError {
+pub fn user_error(e: tempora_query::QueryError) -> PgWireError {
     PgWireError::UserError(Box::new(ErrorInfo::new(
         "ERROR".into(),
         e.sqlstate().into(),
@@ -182,7 +210,7 @@ fn user_error(e: tempora_query::QueryError) -> PgWireError {
     )))
 }
 
-/// Parses with the session of the client's database.
+/// Parses with the query service, for the client's database.
 pub struct DispatchParser {
     dispatch: std::sync::Weak<PgDispatch>,
 }
@@ -197,46 +225,83 @@ impl DispatchParser {
 
 #[async_trait]
 impl QueryParser for DispatchParser {
-    type Statement = Statement;
+    type Statement = PgStatement;
 
     async fn parse_sql<C>(
         &self,
         client: &C,
         sql: &str,
-        types: &[Option<Type>],
-    ) -> PgWireResult<Option<Statement>>
+        _types: &[Option<Type>],
+    ) -> PgWireResult<Option<PgStatement>>
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
         let d = self.dispatch();
+        let mut stmts = d.query.parse(sql).map_err(user_error)?;
+        let stmt = match (stmts.pop(), stmts.is_empty()) {
+            (None, _) => return Ok(None),
+            (Some(s), true) => s,
+            (Some(_), false) => {
+                return Err(user_error(tempora_query::QueryError::Sql(
+                    "the extended protocol takes one statement at a time".into(),
+                )));
+            }
+        };
         let db = d.database(client);
-        if let Some(q) = d.query.recognize_fast(&db, sql)
-            && let Some(stmt) = pg_fast::marker_statement(sql, &q)
-        {
-            return Ok(Some(stmt));
+        if let Statement::Session(s) = &stmt {
+            let ctx = d.context(&db)?;
+            for hook in &d.hooks {
+                if let Some(plan) = hook.handle_extended_parse_query(s, &ctx, client).await {
+                    return Ok(Some((sql.to_string(), Some(((**s).clone(), plan?)))));
+                }
+            }
+            return no_op(s).map(|_| {
+                let plan = datafusion::logical_expr::LogicalPlan::EmptyRelation(
+                    datafusion::logical_expr::EmptyRelation {
+                        produce_one_row: false,
+                        schema: Arc::new(datafusion::common::DFSchema::empty()),
+                    },
+                );
+                Some((sql.to_string(), Some(((**s).clone(), plan))))
+            });
         }
-        let svc = d.service(&db)?;
-        let rewritten = tempora_query::rewrite_extensions(sql).map_err(user_error)?;
-        let sql = rewritten.as_deref().unwrap_or(sql);
-        svc.query_parser().parse_sql(client, sql, types).await
+        let opts = pg_limits::options(client);
+        let prepared = d
+            .query
+            .prepare(&db, &opts, &stmt)
+            .await
+            .map_err(user_error)?;
+        let plan = PreparedNode::plan(prepared).map_err(|e| PgWireError::ApiError(Box::new(e)))?;
+        Ok(Some((sql.to_string(), Some((ast_of(&stmt), plan)))))
     }
 
-    fn get_parameter_types(&self, stmt: &Statement) -> PgWireResult<Vec<Type>> {
-        let d = self.dispatch();
-        d.service(&d.default_db)?
-            .query_parser()
-            .get_parameter_types(stmt)
+    fn get_parameter_types(&self, stmt: &PgStatement) -> PgWireResult<Vec<Type>> {
+        let Some((_, plan)) = &stmt.1 else {
+            return Ok(vec![]);
+        };
+        match PreparedNode::of(plan) {
+            Some(p) => p
+                .param_types()
+                .iter()
+                .map(|t| t.as_ref().map_or(Ok(Type::UNKNOWN), into_pg_type))
+                .collect(),
+            None => Ok(vec![]),
+        }
     }
 
     fn get_result_schema(
         &self,
-        stmt: &Statement,
-        format: Option<&pgwire::api::portal::Format>,
+        stmt: &PgStatement,
+        format: Option<&Format>,
     ) -> PgWireResult<Vec<FieldInfo>> {
-        let d = self.dispatch();
-        d.service(&d.default_db)?
-            .query_parser()
-            .get_result_schema(stmt, format)
+        let Some((_, plan)) = &stmt.1 else {
+            return Ok(vec![]);
+        };
+        let schema = match PreparedNode::of(plan) {
+            Some(p) => p.schema(),
+            None => Arc::new(plan.schema().as_arrow().clone()),
+        };
+        arrow_schema_to_pg_fields(&schema, format.unwrap_or(&Format::UnifiedText), None)
     }
 }
 
@@ -250,63 +315,29 @@ impl SimpleQueryHandler for PgDispatch {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let started = std::time::Instant::now();
-        let r = self.simple(client, query).await;
+        let stmts = self.query.parse(query).map_err(user_error)?;
+        if stmts.is_empty() {
+            return Ok(vec![Response::EmptyQuery]);
+        }
+        let mut out = Vec::with_capacity(stmts.len());
+        for stmt in &stmts {
+            let r = match stmt {
+                Statement::Session(s) => self.session(client, s).await,
+                _ => {
+                    self.run(client, None, stmt, Vec::new(), &Format::UnifiedText)
+                        .await
+                }
+            };
+            out.push(r?);
+        }
         self.latency.observe(started.elapsed());
-        r
-    }
-}
-
-impl PgDispatch {
-    async fn simple<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        let db = self.database(client);
-        let now = crate::state::now_ns();
-        if let Some(r) = self.query.try_fast_insert(&db, query, now).await {
-            let n = r.map_err(user_error)?;
-            return Ok(vec![Response::Execution(
-                pgwire::api::results::Tag::new("INSERT")
-                    .with_oid(0)
-                    .with_rows(n as usize),
-            )]);
-        }
-        if let Some(r) = pg_limits::set_memory_limit(client, query) {
-            r?;
-            return Ok(vec![Response::Execution(pgwire::api::results::Tag::new(
-                "SET",
-            ))]);
-        }
-        if let Some(q) = self.query.recognize_fast(&db, query)
-            && let Some(r) = self.fast(client, &db, q, &Format::UnifiedText).await
-        {
-            return r.map(|r| vec![r]);
-        }
-        if let Some(out) = self.query.try_fast_explain(&db, query).await {
-            let out = out.map_err(user_error)?;
-            let rows = pg_fast::encode_output(client, out, &Format::UnifiedText)?;
-            return Ok(vec![Response::Query(rows)]);
-        }
-        let rewritten = tempora_query::rewrite_extensions(query).map_err(user_error)?;
-        let query = rewritten.as_deref().unwrap_or(query);
-        let (svc, guard) = self.start_query(client, &db)?;
-        let svc = DfSessionService::new(svc);
-        let responses = tokio::select! {
-            r = SimpleQueryHandler::do_query(&svc, client, query) => {
-                r.map_err(pg_limits::sqlstate)?
-            }
-            e = guard.stop() => return Err(e),
-        };
-        Ok(responses.into_iter().map(|r| guard.response(r)).collect())
+        Ok(out)
     }
 }
 
 #[async_trait]
 impl ExtendedQueryHandler for PgDispatch {
-    type Statement = Statement;
+    type Statement = PgStatement;
     type QueryParser = DispatchParser;
 
     fn query_parser(&self) -> Arc<DispatchParser> {
@@ -316,53 +347,55 @@ impl ExtendedQueryHandler for PgDispatch {
     async fn do_query<C>(
         &self,
         client: &mut C,
-        portal: &Portal<Statement>,
-        max_rows: usize,
+        portal: &Portal<PgStatement>,
+        _max_rows: usize,
     ) -> PgWireResult<Response>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = Statement>,
+        C::PortalStore: PortalStore<Statement = PgStatement>,
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let started = std::time::Instant::now();
-        let db = self.database(client);
-        // A marker is never run as a plan: with parameters bound (which its text does not
-        // use), or when the fast path declines, the text is planned by DataFusion.
-        let marker = matches!(&portal.statement.statement.1, Some((_, p)) if pg_fast::is_marker(p));
-        if marker && portal.parameter_len() == 0 {
-            let sql = &portal.statement.statement.0;
-            let format = &portal.result_column_format;
-            if let Some(q) = self.query.recognize_fast(&db, sql)
-                && let Some(r) = self.fast(client, &db, q, format).await
-            {
-                self.latency.observe(started.elapsed());
-                return r;
+        let Some((stmt, plan)) = &portal.statement.statement.1 else {
+            return Ok(Response::EmptyQuery);
+        };
+        let r = match PreparedNode::of(plan) {
+            Some(p) => {
+                let types = p.param_types();
+                let refs: Vec<Option<&arrow::datatypes::DataType>> =
+                    types.iter().map(Option::as_ref).collect();
+                let params = deserialize_parameters(portal, &refs)?;
+                let params: Vec<ScalarValue> = match params {
+                    datafusion::common::ParamValues::List(l) => {
+                        l.into_iter().map(|v| v.value).collect()
+                    }
+                    datafusion::common::ParamValues::Map(_) => Vec::new(),
+                };
+                let statement = p.statement.clone();
+                self.run(
+                    client,
+                    Some(p.clone()),
+                    &statement,
+                    params,
+                    &portal.result_column_format,
+                )
+                .await
             }
-        }
-        let (ctx, guard) = self.start_query(client, &db)?;
-        let r = if marker {
-            let sql = &portal.statement.statement.0;
-            tokio::select! {
-                r = pg_fast::run_text(&ctx, client, sql, &portal.result_column_format) => {
-                    r.map(|r| guard.response(Response::Query(r))).map_err(pg_limits::sqlstate)
+            None => {
+                let ctx = self.context(&self.database(client))?;
+                let params = datafusion::common::ParamValues::List(vec![]);
+                let mut handled = None;
+                for hook in &self.hooks {
+                    if let Some(r) = hook
+                        .handle_extended_query(stmt, plan, &params, &ctx, client)
+                        .await
+                    {
+                        handled = Some(r);
+                        break;
+                    }
                 }
-                e = guard.stop() => Err(e),
-            }
-        } else if let Some(plan) = plain_query(portal) {
-            tokio::select! {
-                r = run_plan(&ctx, client, portal, plan) => {
-                    r.map(|r| guard.response(r)).map_err(pg_limits::sqlstate)
-                }
-                e = guard.stop() => Err(e),
-            }
-        } else {
-            let svc = DfSessionService::new(ctx);
-            tokio::select! {
-                r = ExtendedQueryHandler::do_query(&svc, client, portal, max_rows) => {
-                    r.map(|r| guard.response(r)).map_err(pg_limits::sqlstate)
-                }
-                e = guard.stop() => Err(e),
+                handled.unwrap_or_else(|| no_op(stmt))
             }
         };
         self.latency.observe(started.elapsed());

@@ -1,8 +1,9 @@
 //! Limits and cancellation on the PostgreSQL port.
 //!
-//! - A connection's limits: `SET statement_timeout = '5s'` (PostgreSQL's own setting, kept
-//!   by datafusion-postgres in the connection's metadata) and
-//!   `SET tempora.query_memory_limit = '64MB'`; both only lower the server's limits.
+//! - A connection's limits and settings: `SET statement_timeout = '5s'`,
+//!   `SET tempora.query_memory_limit = '64MB'` (both only lower the server's limits),
+//!   `SET tempora.operators = off`: read by the query service's grammar, kept in the
+//!   connection's metadata ([`store_options`], [`options`]).
 //! - Cancellation: a client's CancelRequest (psql's Ctrl-C, psycopg's `cancel()`, JDBC's
 //!   `Statement.cancel()`) names the connection by its process id and secret key; the
 //!   registry maps that pair to the connection's running query, which then ends with
@@ -22,7 +23,7 @@ use parking_lot::Mutex;
 use pgwire::api::ClientInfo;
 use pgwire::api::cancel::CancelHandler;
 use pgwire::api::results::{Response, SendableRowStream};
-use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::error::{ErrorInfo, PgWireError};
 use pgwire::messages::cancel::CancelRequest;
 use tempora_query::QueryOptions;
 use tokio::sync::Notify;
@@ -209,9 +210,14 @@ pub fn sqlstate(e: PgWireError) -> PgWireError {
     }
 }
 
-/// The limits the connection has set.
+/// The metadata keys of Tempora's boolean settings.
+const OPERATORS_KEY: &str = "tempora.operators";
+const LVC_KEY: &str = "tempora.last_value_cache";
+
+/// The limits and settings the connection has set.
 pub fn options<C: ClientInfo + ?Sized>(client: &C) -> QueryOptions {
     let md = client.metadata();
+    let flag = |k: &str| md.get(k).map(|v| v == "on");
     QueryOptions {
         timeout: md
             .get(TIMEOUT_KEY)
@@ -220,56 +226,26 @@ pub fn options<C: ClientInfo + ?Sized>(client: &C) -> QueryOptions {
             .map(Duration::from_millis),
         memory_bytes: md.get(MEMORY_KEY).and_then(|v| v.parse().ok()),
         max_rows: None,
+        operators: flag(OPERATORS_KEY),
+        last_value_cache: flag(LVC_KEY),
     }
 }
 
-/// Handles `SET [SESSION] tempora.query_memory_limit {=|TO} <size>` and `RESET` of it;
-/// `None` when `sql` is another statement.
-pub fn set_memory_limit<C: ClientInfo + ?Sized>(
-    client: &mut C,
-    sql: &str,
-) -> Option<PgWireResult<()>> {
-    let words: Vec<&str> = sql
-        .trim()
-        .trim_end_matches(';')
-        .split_whitespace()
-        .collect();
-    let lower: Vec<String> = words.iter().map(|w| w.to_ascii_lowercase()).collect();
-    let mut i = match lower.first().map(String::as_str) {
-        Some("set") => 1,
-        Some("reset") if lower.len() == 2 && lower[1] == MEMORY_KEY => {
-            client.metadata_mut().remove(MEMORY_KEY);
-            return Some(Ok(()));
+/// Keeps a connection's settings after a `SET`, where [`options`] reads them (the timeout
+/// where datafusion-postgres's `SHOW statement_timeout` reads it too).
+pub fn store_options<C: ClientInfo + ?Sized>(client: &mut C, opts: &QueryOptions) {
+    let md = client.metadata_mut();
+    let mut put = |k: &str, v: Option<String>| match v {
+        Some(v) => {
+            md.insert(k.to_string(), v);
         }
-        _ => return None,
+        None => {
+            md.remove(k);
+        }
     };
-    if lower.get(i).map(String::as_str) == Some("session") {
-        i += 1;
-    }
-    // `name = value`, `name=value`, `name TO value`.
-    let rest = words[i..].join(" ");
-    let (name, value) = rest.split_once('=').or_else(|| {
-        let at = rest.to_ascii_lowercase().find(" to ")?;
-        Some((&rest[..at], &rest[at + 4..]))
-    })?;
-    if !name.trim().eq_ignore_ascii_case(MEMORY_KEY) {
-        return None;
-    }
-    Some(match tempora_query::limits::parse_bytes(value) {
-        Ok(Some(n)) => {
-            client
-                .metadata_mut()
-                .insert(MEMORY_KEY.into(), n.to_string());
-            Ok(())
-        }
-        Ok(None) => {
-            client.metadata_mut().remove(MEMORY_KEY);
-            Ok(())
-        }
-        Err(e) => Err(PgWireError::UserError(Box::new(ErrorInfo::new(
-            "ERROR".into(),
-            "22023".into(),
-            format!("invalid value for {MEMORY_KEY}: {e}"),
-        )))),
-    })
+    put(TIMEOUT_KEY, opts.timeout.map(|t| t.as_millis().to_string()));
+    put(MEMORY_KEY, opts.memory_bytes.map(|b| b.to_string()));
+    let flag = |b: Option<bool>| b.map(|b| if b { "on" } else { "off" }.to_string());
+    put(OPERATORS_KEY, flag(opts.operators));
+    put(LVC_KEY, flag(opts.last_value_cache));
 }

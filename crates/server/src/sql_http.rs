@@ -1,4 +1,6 @@
-//! `GET|POST /api/v1/sql?db=&q=&format=json|csv|arrow` (the query may also be the POST body).
+//! `GET|POST /api/v1/sql?db=&q=&format=json|csv|arrow[&params=[…]]` (the query may also be
+//! the POST body). `params` is a JSON array of the values of `$1`, `$2`, … (strings,
+//! numbers, booleans, null), cast to the types the statement gives its parameters.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,6 +13,7 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
+use datafusion::common::ScalarValue;
 use tempora_query::QueryOptions;
 use tempora_query::limits::{parse_bytes, parse_duration};
 
@@ -32,7 +35,44 @@ fn options(p: &HashMap<String, String>, max_rows: usize) -> Result<QueryOptions,
             None => None,
         },
         max_rows: Some(max_rows),
+        operators: None,
+        last_value_cache: None,
     })
+}
+
+/// `params=[…]`: the statement's parameters.
+fn params(p: &HashMap<String, String>) -> Result<Vec<ScalarValue>, ServerError> {
+    let Some(text) = p.get("params") else {
+        return Ok(Vec::new());
+    };
+    let bad = |e: String| ServerError::BadRequest(format!("parameter params: {e}"));
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| bad(format!("not JSON: {e}")))?;
+    let serde_json::Value::Array(items) = v else {
+        return Err(bad("expected a JSON array of values".into()));
+    };
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            Ok(match v {
+                serde_json::Value::Null => ScalarValue::Null,
+                serde_json::Value::Bool(b) => ScalarValue::Boolean(Some(b)),
+                serde_json::Value::String(s) => ScalarValue::Utf8(Some(s)),
+                serde_json::Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+                    (Some(i), _) => ScalarValue::Int64(Some(i)),
+                    (None, Some(f)) => ScalarValue::Float64(Some(f)),
+                    _ => return Err(bad(format!("${}: {n} is out of range", i + 1))),
+                },
+                other => {
+                    return Err(bad(format!(
+                        "${}: {other} is not a string, number, boolean or null",
+                        i + 1
+                    )));
+                }
+            })
+        })
+        .collect()
 }
 
 pub async fn sql(
@@ -80,12 +120,13 @@ async fn run(
     if db == s.config.default_database {
         inner.query.dbs.create(&db)?;
     }
-    let opts = options(p, s.config.max_result_rows)?;
+    let mut opts = options(p, s.config.max_result_rows)?;
+    let params = params(p)?;
     // Dropped with this future when the client goes away, which stops the query.
     let running = s.metrics.queries.start();
     let out = inner
         .query
-        .sql_with(&db, &q, crate::state::now_ns(), &opts)
+        .run(&db, &q, crate::state::now_ns(), &mut opts, params)
         .await;
     running.finish();
     if let Err(tempora_query::QueryError::Timeout(_)) = &out {

@@ -30,32 +30,44 @@ impl TableFunctionImpl for ColumnsFn {
         let [Expr::Literal(ScalarValue::Utf8(Some(table)), _)] = args else {
             return plan_err!("tempora_columns takes one table name as a string literal");
         };
-        let Some(schema) = self.engine.schema(&crate::engine_table(&self.db, table)) else {
-            return plan_err!("table {table:?} not found in database {:?}", self.db);
-        };
-        // In the table's column order: tags, time, fields.
-        let mut rows: Vec<(String, String, &str)> = schema
-            .tags()
-            .map(|t| (t.to_string(), "string".to_string(), "tag"))
-            .collect();
-        rows.push(("time".into(), "timestamp".into(), "time"));
-        for (name, kind) in schema.columns() {
-            if let ColumnKind::Field(t) = kind {
-                rows.push((name.clone(), t.to_string(), "field"));
-            }
-        }
-        let out = Arc::new(Schema::new(vec![
-            Field::new("column_name", DataType::Utf8, false),
-            Field::new("data_type", DataType::Utf8, false),
-            Field::new("kind", DataType::Utf8, false),
-        ]));
-        let names = StringArray::from_iter_values(rows.iter().map(|r| r.0.as_str()));
-        let types = StringArray::from_iter_values(rows.iter().map(|r| r.1.as_str()));
-        let kinds = StringArray::from_iter_values(rows.iter().map(|r| r.2));
-        let batch = RecordBatch::try_new(
-            out.clone(),
-            vec![Arc::new(names), Arc::new(types), Arc::new(kinds)],
-        )?;
-        Ok(Arc::new(MemTable::try_new(out, vec![vec![batch]])?))
+        columns_table(&self.engine, &self.db, table)
+            .map_err(|e| datafusion::error::DataFusionError::Plan(e.to_string()))
     }
+}
+
+/// The columns of table `table` of database `db` as a table (see the module header).
+pub fn columns_table(
+    engine: &Engine,
+    db: &str,
+    table: &str,
+) -> crate::error::Result<Arc<dyn TableProvider>> {
+    let Some(schema) = engine.schema(&crate::engine_table(db, table)) else {
+        return Err(crate::error::QueryError::Sql(format!(
+            "table {table:?} not found in database {db:?}"
+        )));
+    };
+    // In the table's column order: tags, time, fields.
+    let mut rows: Vec<(String, String, &str)> = schema
+        .tags()
+        .map(|t| (t.to_string(), "string".to_string(), "tag"))
+        .collect();
+    rows.push(("time".into(), "timestamp".into(), "time"));
+    for (name, kind) in schema.columns() {
+        if let ColumnKind::Field(t) = kind {
+            rows.push((name.clone(), t.to_string(), "field"));
+        }
+    }
+    let out = Arc::new(Schema::new(vec![
+        Field::new("column_name", DataType::Utf8, false),
+        Field::new("data_type", DataType::Utf8, false),
+        Field::new("kind", DataType::Utf8, false),
+    ]));
+    let names = StringArray::from_iter_values(rows.iter().map(|r| r.0.as_str()));
+    let types = StringArray::from_iter_values(rows.iter().map(|r| r.1.as_str()));
+    let kinds = StringArray::from_iter_values(rows.iter().map(|r| r.2));
+    let batch = RecordBatch::try_new(
+        out.clone(),
+        vec![Arc::new(names), Arc::new(types), Arc::new(kinds)],
+    )?;
+    Ok(Arc::new(MemTable::try_new(out, vec![vec![batch]])?))
 }

@@ -3,6 +3,8 @@
 //! - `time_bucket(interval, ts [, origin])`: TimescaleDB's bucketing (see [`time_bucket`]).
 //! - `first(v [, ts])`, `last(v [, ts])`: value at the earliest/latest time (see
 //!   [`first_last`]).
+//! - `tempora_sample_bucket(ts, width_ns, months, offset_ns, zone)`: the bucket of `SAMPLE
+//!   BY` (see [`sample_bucket`]).
 //! - `date_trunc(unit, ts)`: DataFusion's, with integer arithmetic for UTC nanoseconds (see
 //!   [`date_trunc`]).
 //! - `increase(v [, ts])`, `rate(v [, ts])`, `delta(v [, ts])`: counters with resets (see
@@ -12,6 +14,7 @@ pub mod columns;
 pub mod counter;
 pub mod date_trunc;
 pub mod first_last;
+pub mod sample_bucket;
 pub mod time_bucket;
 
 use std::sync::Arc;
@@ -22,6 +25,7 @@ use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 /// Registers Tempora's functions in `ctx`.
 pub fn register_all(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(time_bucket::TimeBucket::new()));
+    ctx.register_udf(ScalarUDF::new_from_impl(sample_bucket::SampleBucket::new()));
     // Replaces DataFusion's date_trunc (same name and aliases) with a fast path for UTC.
     ctx.register_udf(ScalarUDF::new_from_impl(date_trunc::DateTrunc::new()));
     ctx.register_udaf(AggregateUDF::new_from_impl(first_last::FirstLast::first()));

@@ -27,10 +27,10 @@ pub fn engine() -> (Arc<Engine>, Arc<Databases>) {
     (engine, dbs)
 }
 
-/// A service over `dbs` with the fast path off: every query planned by DataFusion.
+/// A service over `dbs` with Tempora's operators off: DataFusion's plain plans.
 pub fn planner_only(dbs: Arc<Databases>) -> QueryService {
     let limits = QueryLimits {
-        fast_path: false,
+        operators: false,
         ..QueryLimits::default()
     };
     QueryService::new(dbs, limits).unwrap()

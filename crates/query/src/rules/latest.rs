@@ -48,7 +48,10 @@ impl AnalyzerRule for LatestValueRule {
         "tempora_latest_value"
     }
 
-    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
+    fn analyze(&self, plan: LogicalPlan, config: &ConfigOptions) -> Result<LogicalPlan> {
+        if !crate::options::of(config).last_value_cache {
+            return Ok(plan);
+        }
         plan.transform_down(|node| {
             let input = match latest_shape(&node) {
                 Some(input) => input,

@@ -1,0 +1,11 @@
+//! Physical operators (DataFusion `ExecutionPlan`s) and the query planner that makes them
+//! from Tempora's logical nodes.
+//!
+//! | operator | from |
+//! |---|---|
+//! | [`scan::TemporaScanExec`] | a Tempora table's `scan` |
+//! | [`gap_fill::GapFillExec`] | [`crate::nodes::GapFill`] |
+
+pub mod gap_fill;
+pub mod planner;
+pub mod scan;

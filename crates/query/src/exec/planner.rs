@@ -1,0 +1,87 @@
+//! The query planner of every Tempora session: DataFusion's physical planner with one
+//! extension planner that turns Tempora's logical nodes into their operators.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::catalog::Session;
+use datafusion::common::DFSchema;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::context::QueryPlanner;
+use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
+use datafusion::logical_expr::{LogicalPlan, UserDefinedLogicalNode, UserDefinedLogicalNodeCore};
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_planner::{DefaultPhysicalPlanner, ExtensionPlanner, PhysicalPlanner};
+
+use super::gap_fill::{GapFillArgs, GapFillExec, PhysicalBound};
+use crate::nodes::GapFill;
+use crate::nodes::gap_fill::Bound;
+
+#[derive(Debug, Default)]
+pub struct TemporaQueryPlanner;
+
+#[async_trait]
+impl QueryPlanner for TemporaQueryPlanner {
+    async fn create_physical_plan(
+        &self,
+        logical_plan: &LogicalPlan,
+        session: &dyn Session,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        DefaultPhysicalPlanner::with_extension_planners(vec![Arc::new(TemporaPlanner)])
+            .create_physical_plan(logical_plan, session)
+            .await
+    }
+}
+
+/// Makes the operators of Tempora's nodes.
+#[derive(Debug, Default)]
+pub struct TemporaPlanner;
+
+#[async_trait]
+impl ExtensionPlanner for TemporaPlanner {
+    async fn plan_extension(
+        &self,
+        planner: &dyn PhysicalPlanner,
+        node: &dyn UserDefinedLogicalNode,
+        _logical_inputs: &[&LogicalPlan],
+        physical_inputs: &[Arc<dyn ExecutionPlan>],
+        session: &dyn Session,
+        ctx: &PhysicalPlanningContext,
+    ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+        let Some(g) = node.as_any().downcast_ref::<GapFill>() else {
+            return Ok(None);
+        };
+        let [input] = physical_inputs else {
+            return Err(DataFusionError::Internal("GapFill takes one input".into()));
+        };
+        let schema = UserDefinedLogicalNodeCore::schema(g).as_arrow();
+        let index = |name: &str| {
+            schema.index_of(name).map_err(|_| {
+                DataFusionError::Plan(format!("GapFill: no column {name:?} in its input"))
+            })
+        };
+        let empty = DFSchema::empty();
+        let bound = |b: &Option<Bound>| -> Result<Option<PhysicalBound>> {
+            b.as_ref()
+                .map(|b| {
+                    Ok(PhysicalBound {
+                        expr: planner.create_physical_expr(&b.expr, &empty, session, ctx)?,
+                        exclusive: b.exclusive,
+                    })
+                })
+                .transpose()
+        };
+        Ok(Some(Arc::new(GapFillExec::new(GapFillArgs {
+            input: input.clone(),
+            schema: Arc::new(schema.clone()),
+            time: index(&g.time)?,
+            tags: g.tags.iter().map(|t| index(t)).collect::<Result<_>>()?,
+            aggs: g.aggs.iter().map(|a| index(a)).collect::<Result<_>>()?,
+            fill: g.fill.clone(),
+            width: g.width,
+            offset_ns: g.offset_ns,
+            lower: bound(&g.lower)?,
+            upper: bound(&g.upper)?,
+        }))))
+    }
+}

@@ -1,0 +1,11 @@
+//! Tempora's logical plan nodes (DataFusion `UserDefinedLogicalNode`s). Each is made by the
+//! planner ([`crate::plan`]) or by a rule ([`crate::rules`]), shows in `EXPLAIN`, and becomes
+//! a physical operator through [`crate::exec::planner`].
+//!
+//! | node | made by | runs as |
+//! |---|---|---|
+//! | [`GapFill`] | `SAMPLE BY … FILL` ([`crate::plan::fill`]) | [`crate::exec::gap_fill::GapFillExec`] |
+
+pub mod gap_fill;
+
+pub use gap_fill::GapFill;

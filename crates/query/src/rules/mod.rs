@@ -1,0 +1,17 @@
+//! Analyzer and optimizer rules: each matches what a plan means (its shape after DataFusion's
+//! own simplification), so every spelling of the same query is caught.
+//!
+//! | rule | kind | what it does |
+//! |---|---|---|
+//! | [`latest::LatestValueRule`] | analyzer | newest-row shapes read the last-value cache |
+
+pub mod latest;
+
+use std::sync::Arc;
+
+use datafusion::prelude::SessionContext;
+
+/// Adds Tempora's rules to a session.
+pub fn register_all(ctx: &SessionContext) {
+    ctx.add_analyzer_rule(Arc::new(latest::LatestValueRule));
+}

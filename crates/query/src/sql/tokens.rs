@@ -1,0 +1,217 @@
+//! The tokens of one SQL text, as sqlparser's PostgreSQL tokenizer reads them: split into
+//! statements and searched for Tempora's clauses.
+//!
+//! Every search works on tokens, never on the text: a keyword inside a string literal, a
+//! quoted identifier or a comment is not a keyword. "Depth" is the number of parentheses
+//! open before a token, so a clause of the outermost query is found at depth 0.
+
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
+
+use crate::error::{QueryError, Result};
+
+/// The dialect every statement is read in, from every protocol.
+pub const DIALECT: PostgreSqlDialect = PostgreSqlDialect {};
+
+/// Longest SQL text accepted (bytes); a longer one is refused before it is tokenized.
+pub const MAX_SQL_BYTES: usize = 16 << 20;
+
+/// Deepest nesting the parser follows (sqlparser's recursion limit).
+pub const RECURSION_LIMIT: usize = 64;
+
+/// The tokens of `sql`; a tokenizer error names its line and column.
+pub fn tokenize(sql: &str) -> Result<Vec<TokenWithSpan>> {
+    if sql.len() > MAX_SQL_BYTES {
+        return Err(QueryError::Sql(format!(
+            "the SQL text is {} bytes, more than the limit of {MAX_SQL_BYTES}",
+            sql.len()
+        )));
+    }
+    Tokenizer::new(&DIALECT, sql)
+        .tokenize_with_location()
+        .map_err(|e| QueryError::Sql(format!("SQL syntax: {e}")))
+}
+
+/// Whether a token is neither whitespace nor a comment.
+pub fn significant(t: &Token) -> bool {
+    !matches!(t, Token::Whitespace(_) | Token::EOF)
+}
+
+/// Splits a text's tokens into statements at each `;` outside parentheses, dropping empty
+/// statements and the `;` themselves.
+pub fn split_statements(tokens: Vec<TokenWithSpan>) -> Vec<Vec<TokenWithSpan>> {
+    let mut out = Vec::new();
+    let mut cur: Vec<TokenWithSpan> = Vec::new();
+    let mut depth = 0i64;
+    for t in tokens {
+        match &t.token {
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            Token::SemiColon if depth <= 0 => {
+                if cur.iter().any(|t| significant(&t.token)) {
+                    out.push(std::mem::take(&mut cur));
+                } else {
+                    cur.clear();
+                }
+                continue;
+            }
+            Token::EOF => continue,
+            _ => {}
+        }
+        cur.push(t);
+    }
+    if cur.iter().any(|t| significant(&t.token)) {
+        out.push(cur);
+    }
+    out
+}
+
+/// Whether `t` is the unquoted word `w` (any case).
+pub fn is_word(t: &Token, w: &str) -> bool {
+    matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w))
+}
+
+/// The significant tokens of a statement with their index and depth.
+pub fn scan(tokens: &[TokenWithSpan]) -> Vec<(usize, i64)> {
+    let mut out = Vec::new();
+    let mut depth = 0i64;
+    for (i, t) in tokens.iter().enumerate() {
+        match t.token {
+            Token::RParen => depth -= 1,
+            _ if !significant(&t.token) => continue,
+            _ => {}
+        }
+        out.push((i, depth));
+        if t.token == Token::LParen {
+            depth += 1;
+        }
+    }
+    out
+}
+
+/// The upper-cased unquoted words a statement starts with (at most `n`; stops at the first
+/// token that is not a plain word).
+pub fn leading_words(tokens: &[TokenWithSpan], n: usize) -> Vec<String> {
+    tokens
+        .iter()
+        .filter(|t| significant(&t.token))
+        .take(n)
+        .map_while(|t| match &t.token {
+            Token::Word(w) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Where the word sequence `words` first occurs among the significant tokens: (index in
+/// `tokens` of its first word, index just after its last word, its depth).
+pub fn find_words(tokens: &[TokenWithSpan], words: &[&str]) -> Option<(usize, usize, i64)> {
+    let sig = scan(tokens);
+    (0..sig.len()).find_map(|k| {
+        let run = sig.get(k..k + words.len())?;
+        let all = run
+            .iter()
+            .zip(words)
+            .all(|(&(i, d), w)| d == run[0].1 && is_word(&tokens[i].token, w));
+        all.then(|| (run[0].0, run[words.len() - 1].0 + 1, run[0].1))
+    })
+}
+
+/// The index just past the tokens of a clause that starts at `from`: the first significant
+/// token at depth 0 that is one of the words `ends` (or the end of the statement).
+pub fn clause_end(tokens: &[TokenWithSpan], from: usize, ends: &[&str]) -> usize {
+    scan(tokens)
+        .into_iter()
+        .find(|&(i, d)| i >= from && d == 0 && ends.iter().any(|w| is_word(&tokens[i].token, w)))
+        .map_or(tokens.len(), |(i, _)| i)
+}
+
+/// A sqlparser parser over `tokens` in Tempora's dialect.
+pub fn parser(tokens: Vec<TokenWithSpan>) -> Parser<'static> {
+    Parser::new(&DIALECT)
+        .with_tokens_with_locations(tokens)
+        .with_recursion_limit(RECURSION_LIMIT)
+}
+
+/// The text of `tokens` as written (whitespace and comments included).
+pub fn text(tokens: &[TokenWithSpan]) -> String {
+    tokens.iter().map(|t| t.token.to_string()).collect()
+}
+
+/// "at line L, column C" of a token, for errors.
+pub fn position(t: &TokenWithSpan) -> String {
+    format!(
+        "at line {}, column {}",
+        t.span.start.line, t.span.start.column
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn statements(sql: &str) -> Vec<String> {
+        split_statements(tokenize(sql).unwrap())
+            .iter()
+            .map(|s| text(s).trim().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn statements_split_at_semicolons_outside_parentheses_and_strings() {
+        let cases: &[(&str, &str, &[&str])] = &[
+            ("one", "SELECT 1", &["SELECT 1"]),
+            ("two", "SELECT 1; SELECT 2;", &["SELECT 1", "SELECT 2"]),
+            ("empty ones", ";; SELECT 1 ;;", &["SELECT 1"]),
+            ("in a string", "SELECT ';'", &["SELECT ';'"]),
+            ("in a comment", "SELECT 1 -- ; x\n", &["SELECT 1 -- ; x"]),
+            ("only a comment", "-- nothing", &[]),
+        ];
+        for (name, sql, want) in cases {
+            assert_eq!(statements(sql), *want, "{name}");
+        }
+    }
+
+    #[test]
+    fn words_are_found_as_tokens_at_their_depth() {
+        let cases: &[(&str, &str, Option<i64>)] = &[
+            ("plain", "SELECT x FROM t SAMPLE BY 1m", Some(0)),
+            ("any case", "select x from t sample   by 1m", Some(0)),
+            (
+                "in a subquery",
+                "SELECT * FROM (SELECT x FROM t SAMPLE BY 1m)",
+                Some(1),
+            ),
+            ("in a string", "SELECT 'SAMPLE BY 1m' FROM t", None),
+            ("quoted identifiers", "SELECT \"sample\" by FROM t", None),
+            ("in a comment", "SELECT x FROM t /* SAMPLE BY 1m */", None),
+            ("words apart", "SELECT sample, by FROM t", None),
+        ];
+        for (name, sql, depth) in cases {
+            let tokens = tokenize(sql).unwrap();
+            assert_eq!(
+                find_words(&tokens, &["SAMPLE", "BY"]).map(|f| f.2),
+                *depth,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_clause_ends_at_the_next_outer_keyword() {
+        let sql = "SAMPLE BY 1m FILL(PREV) ORDER BY time LIMIT 3";
+        let tokens = tokenize(sql).unwrap();
+        let end = clause_end(&tokens, 0, &["ORDER", "LIMIT"]);
+        assert_eq!(text(&tokens[..end]).trim(), "SAMPLE BY 1m FILL(PREV)");
+        let tokens = tokenize("SAMPLE BY 1m").unwrap();
+        assert_eq!(clause_end(&tokens, 0, &["ORDER"]), tokens.len());
+    }
+
+    #[test]
+    fn oversized_texts_are_refused_by_size() {
+        let big = "x".repeat(MAX_SQL_BYTES + 1);
+        let e = tokenize(&big).unwrap_err().to_string();
+        assert!(e.contains("limit"), "{e}");
+    }
+}
