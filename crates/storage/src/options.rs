@@ -54,13 +54,13 @@ pub struct EngineOptions {
     /// and reloaded from their files on demand (the series cache).
     pub index_cache_bytes: usize,
     /// Memory for recently read data files and their decoded footers (the data-file cache,
-    /// [`crate::sst_cache`]); 0 reads every file from storage each time.
+    /// `crate::read::sst_cache`); 0 reads every file from storage each time.
     pub sst_cache_bytes: usize,
     /// Memory for decoded column chunks of data files that queries read (the decoded-column
-    /// cache, [`crate::decoded_cache`]); 0 decodes every read.
+    /// cache, `crate::read::decoded_cache`); 0 decodes every read.
     pub decoded_cache_bytes: usize,
     /// After opening, a background thread reads the newest data into the caches until the
-    /// decoded-column cache holds this percentage of its budget ([`crate::prewarm`]); 0: off.
+    /// decoded-column cache holds this percentage of its budget (`crate::read::prewarm`); 0: off.
     pub prewarm_percent: u8,
 }
 

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use common::*;
 use tempora_model::{FieldValue, RowBatchBuilder, Timestamp};
 use tempora_storage::clock::ManualClock;
-use tempora_storage::manifest::Manifest;
-use tempora_storage::store::{FaultPlan, FileStore};
+use tempora_storage::files::Manifest;
+use tempora_storage::files::{FaultPlan, FileStore};
 use tempora_storage::{Engine, EngineIo, MemWals};
 
 type Rows = BTreeMap<(String, i64), Option<f64>>;

@@ -134,7 +134,7 @@ pub fn agg_type(func: AggFunc, input: Option<FieldType>) -> DataType {
     match (func, input) {
         (AggFunc::Count, _) | (_, None) => DataType::Int64,
         (AggFunc::Avg, _) => DataType::Float64,
-        (_, Some(t)) => tempora_storage::memtable::arrow_type(t),
+        (_, Some(t)) => tempora_storage::read::arrow_type(t),
     }
 }
 

@@ -65,7 +65,7 @@ pub struct RowsQuery {
 fn column_type(schema: &TableSchema, c: &str) -> Option<DataType> {
     Some(match schema.kind(c) {
         Some(ColumnKind::Tag) => DataType::Utf8,
-        Some(ColumnKind::Field(t)) => tempora_storage::memtable::arrow_type(t),
+        Some(ColumnKind::Field(t)) => tempora_storage::read::arrow_type(t),
         None if c == TIME_COLUMN => DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
         None => return None,
     })

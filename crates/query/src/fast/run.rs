@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use arrow::array::RecordBatch;
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool, MemoryReservation};
 use tempora_model::TableSchema;
-use tempora_storage::run::SortedRun;
+use tempora_storage::read::SortedRun;
 use tempora_storage::{Engine, ScanRequest, StorageError, TagForm};
 
 use super::FastQuery;
