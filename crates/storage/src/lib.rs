@@ -12,7 +12,7 @@
 //! | module | what it holds |
 //! |---|---|
 //! | [`engine`] | the [`Engine`] handle: opens, wires the parts below, owns the threads |
-//! | [`catalog`] | what exists: tables and their regions (memtable, files, tombstones, index), the manifest handle, sequence numbers |
+//! | [`catalog`] | what exists: databases, tables and their regions (memtable, files, tombstones, index), names (`db.table`), the manifest handle, sequence numbers |
 //! | [`write`](mod@write) | the write path: region workers and group commit, memtables, WAL records and replay, placement, the memtable budget |
 //! | [`read`] | the read side and the documented read API: scans, sorted runs, latest values, the caches |
 //! | [`maintenance`] | flush, compaction, retention and drops, deletes and tombstones |

@@ -1,24 +1,33 @@
-//! The catalog: what exists (tables, and each table's regions) and the manifest that records
-//! it durably.
+//! The catalog: what exists (databases, tables, and each table's regions) and the manifest
+//! that records it durably.
 //!
-//! `Catalog` is the one handle to that state: the tables by name, the manifest (the commit
-//! point of every change to what exists, and of every flush, compaction and delete), and the
-//! write sequence counter. A `Table` holds its schema and its regions; a `Region` holds
-//! one time partition × series-hash bucket of a table: memtable, files, tombstones, series
-//! index and last-value cache.
+//! `Catalog` is the one handle to that state: the databases and tables by name, the manifest
+//! (the commit point of every change to what exists, and of every flush, compaction and
+//! delete), and the write sequence counter. A `Table` holds its schema and its regions; a
+//! `Region` holds one time partition × series-hash bucket of a table: memtable, files,
+//! tombstones, series index and last-value cache.
+//!
+//! Naming ([`names`], public): table `t` of database `db` is the engine table `db.t`. A
+//! database exists when it was created (a `CreateDatabase` edit) or while it holds a table.
 //!
 //! Invariants:
-//! - A change to the set of tables is committed in the manifest before it is visible in
-//!   memory; a failed commit changes nothing in memory.
-//! - Lock order: the tables map, then the manifest. Nothing that holds the manifest takes the
-//!   tables map.
+//! - A change to the set of databases or tables is committed in the manifest before it is
+//!   visible in memory; a failed commit changes nothing in memory. Each change is one commit:
+//!   a declared table's `CreateTable` and `SetSchema` together, a dropped database's
+//!   `DropTable`s and `DropDatabase` together, so a crash leaves all of it or none.
+//! - Lock order: the tables map, then the databases set, then the manifest. Nothing that
+//!   holds the manifest takes either.
+//! - `max_tables` and `max_databases` bound what exists; a database that a write creates
+//!   implicitly (with its first table) counts too.
 //! - Sequence numbers only grow. At start they continue above every sequence the manifest
 //!   names (files, tombstones, `seq_floor`) and every record replayed from the WAL.
 
+mod databases;
+pub mod names;
 pub(crate) mod region;
 pub(crate) mod table;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -28,25 +37,31 @@ use tempora_model::{SeqNo, TableId, TableSchema};
 use crate::error::{Result, StorageError};
 use crate::files::manifest::{Edit, Manifest};
 
+pub use names::{qualified, split, user_message, validate_database};
 pub(crate) use region::{FileHandle, Region, RegionIo, RegionSnapshot};
 pub(crate) use table::Table;
 
-/// Tables by name, the manifest, and the write sequence.
+/// Tables and databases by name, the manifest, and the write sequence.
 pub(crate) struct Catalog {
     tables: RwLock<HashMap<String, Arc<Table>>>,
+    /// Databases created explicitly (those holding tables exist too).
+    databases: RwLock<BTreeSet<String>>,
     manifest: Mutex<Manifest>,
     seq: AtomicU64,
     max_tables: usize,
+    max_databases: usize,
 }
 
 impl Catalog {
     /// A catalog over a recovered manifest, with no table loaded yet ([`Catalog::restore`]).
-    pub fn new(manifest: Manifest, max_tables: usize) -> Self {
+    pub fn new(manifest: Manifest, max_tables: usize, max_databases: usize) -> Self {
         Self {
             tables: RwLock::new(HashMap::new()),
+            databases: RwLock::new(manifest.state().databases.clone()),
             manifest: Mutex::new(manifest),
             seq: AtomicU64::new(0),
             max_tables,
+            max_databases,
         }
     }
 
@@ -107,6 +122,7 @@ impl Catalog {
         if tables.len() >= self.max_tables {
             return Err(StorageError::TooManyTables(self.max_tables));
         }
+        self.check_new_database(&tables, name)?;
         let mut manifest = self.manifest.lock();
         let id = TableId(manifest.state().next_table_id);
         manifest.commit(vec![Edit::CreateTable {

@@ -17,6 +17,7 @@
 //!   WAL); `close` flushes first.
 
 mod admin;
+mod databases;
 mod rows;
 mod write;
 
@@ -151,7 +152,7 @@ impl Engine {
         let store = io.files.clone();
         let clock = io.clock.clone();
         let metrics = Arc::new(Metrics::default());
-        let catalog = Arc::new(Catalog::new(manifest, opts.max_tables));
+        let catalog = Arc::new(Catalog::new(manifest, opts.max_tables, opts.max_databases));
         let budget = Arc::new(Budget::new(
             opts.workers,
             opts.write_stall_bytes,

@@ -1,4 +1,4 @@
-//! The manifest: which tables, regions and files make up the database.
+//! The manifest: which databases, tables, regions and files make up the engine's data.
 //!
 //! A log of edit files plus checkpoints (format: `docs/format/manifest.md`). Each commit writes
 //! one edit file `manifest/{version:020}.edit` atomically and durably; that put is the commit
@@ -109,6 +109,10 @@ pub struct ManifestState {
     /// after the tombstone is compacted away.
     #[serde(default)]
     pub seq_floor: u64,
+    /// Databases created explicitly (a database also exists while it holds a table). Added
+    /// within format version 1: an older state reads as none.
+    #[serde(default)]
+    pub databases: BTreeSet<String>,
 }
 
 /// A change to the state; a commit applies a list of them atomically.
@@ -155,10 +159,40 @@ pub enum Edit {
         region: RegionKey,
         seqs: Vec<u64>,
     },
+    /// A database created explicitly (added within format version 1).
+    CreateDatabase {
+        name: String,
+    },
+    /// Removes a database's record only; its tables go by `DropTable` edits in the same
+    /// commit (added within format version 1).
+    DropDatabase {
+        name: String,
+    },
 }
 
 impl ManifestState {
     fn apply(&mut self, e: &Edit) {
+        match e {
+            Edit::CreateTable { .. }
+            | Edit::SetSchema { .. }
+            | Edit::SetTtl { .. }
+            | Edit::DropTable { .. } => self.apply_table(e),
+            Edit::CreateDatabase { name } => {
+                self.databases.insert(name.clone());
+            }
+            Edit::DropDatabase { name } => {
+                self.databases.remove(name);
+            }
+            Edit::Flush { .. }
+            | Edit::Compact { .. }
+            | Edit::DropRegion { .. }
+            | Edit::AddTombstone { .. }
+            | Edit::DropTombstones { .. } => self.apply_region(e),
+        }
+    }
+
+    /// Applies an edit of a table's entry.
+    fn apply_table(&mut self, e: &Edit) {
         match e {
             Edit::CreateTable { name, id } => {
                 self.next_table_id = self.next_table_id.max(id.0 + 1);
@@ -187,6 +221,13 @@ impl ManifestState {
                     self.regions.retain(|_, r| r.key.table != t.id);
                 }
             }
+            _ => unreachable!("not a table edit"),
+        }
+    }
+
+    /// Applies an edit of a region's entry.
+    fn apply_region(&mut self, e: &Edit) {
+        match e {
             Edit::Flush {
                 region,
                 files,
@@ -229,6 +270,7 @@ impl ManifestState {
                     r.tombstones.retain(|t| !seqs.contains(&t.seq));
                 }
             }
+            _ => unreachable!("not a region edit"),
         }
     }
 

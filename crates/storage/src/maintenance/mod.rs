@@ -4,7 +4,8 @@
 //!   file per region, then one manifest edit; the worker then truncates its WAL.
 //! - `compaction`: each time window of a region ends up in one file, without duplicates and
 //!   without rows that tombstones hide.
-//! - `retention`: expired partitions and dropped tables leave the manifest, then memory.
+//! - `retention`: expired partitions, dropped tables and dropped databases leave the manifest,
+//!   then memory.
 //! - `delete` and `tombstone`: a `DELETE` commits tombstones that hide rows at once;
 //!   flush and compaction rewrite the rows away later.
 //! - This module's thread runs retention and compaction every `maintenance_interval`.

@@ -1,10 +1,11 @@
-//! Retention and drops: expired partitions, tables.
+//! Retention and drops: expired partitions, tables, databases.
 //!
 //! A partition [p·P, (p+1)·P) expires once its end is at or before now − ttl. Its regions are
 //! removed from the manifest in one edit (the commit point), then from memory; their files are
 //! deleted when the last reader lets go. Writes older than the cutoff are refused at the door,
 //! and WAL replay skips records of expired partitions. Dropping a table is one manifest edit,
-//! then the same release of its regions.
+//! dropping a database one commit of a `DropTable` per table and its `DropDatabase`; then the
+//! same release of the regions.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -64,6 +65,18 @@ impl Dropper {
             return Ok(false);
         };
         self.release_regions(&table, table.all_regions());
+        Ok(true)
+    }
+
+    /// Drops a database and every table in it (one manifest commit), then releases their
+    /// regions. Returns whether the database existed.
+    pub fn drop_database(&self, name: &str) -> Result<bool> {
+        let Some(tables) = self.catalog.drop_database(name)? else {
+            return Ok(false);
+        };
+        for table in tables {
+            self.release_regions(&table, table.all_regions());
+        }
         Ok(true)
     }
 

@@ -94,25 +94,97 @@ fn damaged_files_are_named_errors() {
         }),
         ("empty file", |b| b.clear()),
     ];
-    for (name, mutate) in cases {
-        let store = FileStore::memory();
-        let mut m = Manifest::open(store.clone(), 100).unwrap();
-        m.commit(vec![Edit::CreateTable {
-            name: "t".into(),
-            id: TableId(0),
-        }])
-        .unwrap();
-        m.commit(flush(1)).unwrap();
-        let path = edit_path(2);
-        let mut bytes = store.get(&path).unwrap().to_vec();
-        mutate(&mut bytes);
-        store.put(&path, Bytes::from(bytes)).unwrap();
-        match Manifest::open(store, 100) {
-            Err(StorageError::CorruptManifest { path: p, .. }) => assert_eq!(p, path, "{name}"),
-            Err(e) => panic!("{name}: unexpected error {e}"),
-            Ok(_) => panic!("{name}: damage was not detected"),
+    // The newest edit is each kind of commit: a flush, and the database edits.
+    let newest: Vec<(&str, Vec<Edit>)> = vec![
+        ("flush", flush(1)),
+        ("create database", vec![create_db("db")]),
+        (
+            "drop database",
+            vec![
+                Edit::DropTable { name: "t".into() },
+                Edit::DropDatabase { name: "db".into() },
+            ],
+        ),
+    ];
+    for (kind, edits) in newest {
+        for (name, mutate) in &cases {
+            let store = FileStore::memory();
+            let mut m = Manifest::open(store.clone(), 100).unwrap();
+            m.commit(vec![Edit::CreateTable {
+                name: "t".into(),
+                id: TableId(0),
+            }])
+            .unwrap();
+            m.commit(edits.clone()).unwrap();
+            let path = edit_path(2);
+            let mut bytes = store.get(&path).unwrap().to_vec();
+            mutate(&mut bytes);
+            store.put(&path, Bytes::from(bytes)).unwrap();
+            match Manifest::open(store, 100) {
+                Err(StorageError::CorruptManifest { path: p, .. }) => {
+                    assert_eq!(p, path, "{kind}: {name}")
+                }
+                Err(e) => panic!("{kind}: {name}: unexpected error {e}"),
+                Ok(_) => panic!("{kind}: {name}: damage was not detected"),
+            }
         }
     }
+}
+
+fn create_db(name: &str) -> Edit {
+    Edit::CreateDatabase { name: name.into() }
+}
+
+/// Databases are recorded by their edits, kept across checkpoints and reopens; a drop removes
+/// the record and, in the same commit, the tables.
+#[test]
+fn database_edits_survive_reopen_across_checkpoints() {
+    let store = FileStore::memory();
+    let mut m = Manifest::open(store.clone(), 2).unwrap();
+    m.commit(vec![create_db("a"), create_db("b")]).unwrap();
+    m.commit(vec![Edit::CreateTable {
+        name: "b.t".into(),
+        id: TableId(0),
+    }])
+    .unwrap();
+    m.commit(vec![create_db("c")]).unwrap();
+    m.commit(vec![
+        Edit::DropTable { name: "b.t".into() },
+        Edit::DropDatabase { name: "b".into() },
+    ])
+    .unwrap();
+    m.commit(vec![create_db("a")]).unwrap();
+    let want: BTreeSet<String> = ["a", "c"].map(String::from).into();
+    assert_eq!(m.state().databases, want);
+    assert!(m.state().tables.is_empty());
+    let again = Manifest::open(store.clone(), 2).unwrap();
+    assert_eq!(again.state(), m.state());
+    assert!(
+        paths(&store, "manifest")
+            .iter()
+            .any(|p| p.ends_with(".ckpt")),
+        "a checkpoint holds the databases"
+    );
+}
+
+/// A state written before databases were recorded (no `databases` field) reads as no
+/// explicit databases.
+#[test]
+fn a_state_from_before_databases_reads_as_none() {
+    let store = FileStore::memory();
+    let mut m = Manifest::open(store.clone(), 100).unwrap();
+    m.commit(vec![create_db("gone")]).unwrap();
+    m.commit(flush(1)).unwrap();
+    m.checkpoint().unwrap();
+    let ckpt = ckpt_path(m.state().version);
+    let mut state: serde_json::Value =
+        serde_json::from_slice(unframe(&ckpt, &store.get(&ckpt).unwrap()).unwrap()).unwrap();
+    assert!(state.as_object_mut().unwrap().remove("databases").is_some());
+    let old = serde_json::to_vec(&state).unwrap();
+    store.put(&ckpt, frame(&old)).unwrap();
+    let m = Manifest::open(store, 100).unwrap();
+    assert!(m.state().databases.is_empty());
+    assert_eq!(m.state().region(&region()).unwrap().files.len(), 1);
 }
 
 #[test]
