@@ -1,46 +1,62 @@
 //! Databases as DataFusion catalogs, their tables as providers over the engine.
 //!
-//! The set of databases is the union of those created explicitly (kept in a small JSON file,
-//! `databases.json`, so an empty database survives a restart) and those that hold tables.
+//! The storage engine keeps the databases (`Engine::create_database`, recorded in its
+//! manifest): those created explicitly, so an empty database survives a restart, and those
+//! that hold tables. [`Databases`] is this crate's view of them. A `databases.json` written by
+//! an older Tempora is imported once and renamed `databases.json.migrated`.
 
-use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::catalog::{CatalogProvider, CatalogProviderList, SchemaProvider, TableProvider};
 use datafusion::error::{DataFusionError, Result as DfResult};
 use parking_lot::RwLock;
-use tempora_storage::Engine;
+use tempora_storage::catalog::{qualified as engine_table, split as split_engine_table};
+use tempora_storage::{Engine, StorageError};
 
+use crate::SCHEMA;
 use crate::error::{QueryError, Result};
 use crate::table::TemporaTable;
-use crate::{SCHEMA, engine_table, split_engine_table, validate_database};
 
 /// The databases of one engine.
 pub struct Databases {
     engine: Arc<Engine>,
-    created: RwLock<BTreeSet<String>>,
-    file: Option<PathBuf>,
 }
 
 impl Databases {
-    /// Loads the created databases from `file` (if given and present).
-    pub fn open(engine: Arc<Engine>, file: Option<PathBuf>) -> Result<Self> {
-        let created = match &file {
-            Some(f) if f.exists() => {
-                let text = std::fs::read_to_string(f)
-                    .map_err(|e| QueryError::Sql(format!("reading {}: {e}", f.display())))?;
-                serde_json_lite::parse_names(&text)
-                    .map_err(|e| QueryError::Sql(format!("{} is damaged: {e}", f.display())))?
-            }
-            _ => BTreeSet::new(),
-        };
-        Ok(Self {
-            engine,
-            created: RwLock::new(created),
-            file,
-        })
+    /// The databases of `engine`. `legacy_file` is where an older Tempora kept the created
+    /// databases (`databases.json`): when it exists its names are created in the engine and
+    /// it is renamed `databases.json.migrated`, so the import runs once (an interrupted one
+    /// runs again; creating is idempotent).
+    pub fn open(engine: Arc<Engine>, legacy_file: Option<PathBuf>) -> Result<Self> {
+        let dbs = Self { engine };
+        if let Some(f) = legacy_file.filter(|f| f.exists()) {
+            dbs.migrate(&f)?;
+        }
+        Ok(dbs)
+    }
+
+    /// Imports the names of a legacy `databases.json`, then renames it.
+    fn migrate(&self, file: &Path) -> Result<()> {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| QueryError::Sql(format!("reading {}: {e}", file.display())))?;
+        let names = serde_json_lite::parse_names(&text)
+            .map_err(|e| QueryError::Sql(format!("{} is damaged: {e}", file.display())))?;
+        for name in &names {
+            self.create(name)?;
+        }
+        let done = file.with_extension("json.migrated");
+        std::fs::rename(file, &done).map_err(|e| {
+            QueryError::Sql(format!(
+                "renaming {} to {}: {e}",
+                file.display(),
+                done.display()
+            ))
+        })?;
+        tracing::info!(file = %file.display(), databases = names.len(),
+            "imported the databases of a legacy databases.json into the storage engine");
+        Ok(())
     }
 
     pub fn engine(&self) -> &Arc<Engine> {
@@ -49,17 +65,11 @@ impl Databases {
 
     /// Every database, sorted.
     pub fn list(&self) -> Vec<String> {
-        let mut all = self.created.read().clone();
-        for t in self.engine.tables() {
-            if let Some((db, _)) = split_engine_table(&t) {
-                all.insert(db.to_string());
-            }
-        }
-        all.into_iter().collect()
+        self.engine.databases()
     }
 
     pub fn exists(&self, db: &str) -> bool {
-        self.created.read().contains(db) || !self.tables(db).is_empty()
+        self.engine.database_exists(db)
     }
 
     /// Table names (without the database) of `db`, sorted.
@@ -78,51 +88,34 @@ impl Databases {
 
     /// Creates a database (idempotent, as InfluxDB's `CREATE DATABASE` is).
     pub fn create(&self, db: &str) -> Result<()> {
-        validate_database(db)?;
-        let mut created = self.created.write();
-        if created.insert(db.to_string()) {
-            self.save(&created)?;
-        }
+        self.engine.create_database(db).map_err(database_error)?;
         Ok(())
     }
 
-    /// Drops a database and every table in it; returns whether it existed.
+    /// Drops a database and every table in it (one engine commit); returns whether it
+    /// existed.
     pub fn drop_database(&self, db: &str) -> Result<bool> {
-        let existed = self.exists(db);
-        for t in self.tables(db) {
-            self.engine.drop_table(&engine_table(db, &t))?;
-        }
-        let mut created = self.created.write();
-        if created.remove(db) {
-            self.save(&created)?;
-        }
-        Ok(existed)
-    }
-
-    fn save(&self, names: &BTreeSet<String>) -> Result<()> {
-        let Some(f) = &self.file else { return Ok(()) };
-        let tmp = f.with_extension("json.tmp");
-        let io = |e: std::io::Error| QueryError::Sql(format!("writing {}: {e}", f.display()));
-        std::fs::write(&tmp, serde_json_lite::names_to_json(names)).map_err(io)?;
-        std::fs::File::open(&tmp)
-            .and_then(|h| h.sync_all())
-            .map_err(io)?;
-        std::fs::rename(&tmp, f).map_err(io)?;
-        Ok(())
+        self.engine.drop_database(db).map_err(database_error)
     }
 }
 
-/// A tiny JSON array-of-strings codec, so this crate needs no JSON dependency.
+/// The engine's database errors as this crate names them.
+fn database_error(e: StorageError) -> QueryError {
+    match e {
+        StorageError::InvalidDatabase { name, reason } => {
+            QueryError::InvalidDatabase { name, reason }
+        }
+        StorageError::DatabaseNotFound(name) => QueryError::DatabaseNotFound(name),
+        e => QueryError::Storage(e),
+    }
+}
+
+/// Reads the array of strings an older Tempora wrote as `databases.json`.
 mod serde_json_lite {
     use std::collections::BTreeSet;
 
-    pub fn names_to_json(names: &BTreeSet<String>) -> String {
-        let quoted: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
-        format!("[{}]\n", quoted.join(","))
-    }
-
-    /// Parses what `names_to_json` writes (names are validated, so they hold no quotes or
-    /// backslashes that `{:?}` would escape).
+    /// Parses what older versions wrote (names were validated, so they hold no quotes or
+    /// backslashes that `{:?}` would have escaped).
     pub fn parse_names(text: &str) -> Result<BTreeSet<String>, String> {
         let inner = text
             .trim()
@@ -281,5 +274,62 @@ impl SchemaProvider for DbSchema {
             .drop_table(&full)
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
         Ok(Some(Arc::new(table)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tempora_storage::{EngineIo, EngineOptions};
+
+    fn engine_at(dir: &Path) -> Arc<Engine> {
+        let io = EngineIo::local(dir.join("db")).unwrap();
+        Arc::new(Engine::open(EngineOptions::default(), io).unwrap())
+    }
+
+    #[test]
+    fn a_legacy_databases_file_is_imported_once_into_the_engine() {
+        let dir = tempfile::tempdir().unwrap();
+        let legacy = dir.path().join("databases.json");
+        std::fs::write(&legacy, "[\"empty\",\"metrics\"]\n").unwrap();
+        let dbs = Databases::open(engine_at(dir.path()), Some(legacy.clone())).unwrap();
+        assert_eq!(dbs.list(), vec!["empty", "metrics"]);
+        assert!(!legacy.exists(), "the legacy file is renamed");
+        let migrated = dir.path().join("databases.json.migrated");
+        assert!(migrated.exists());
+        drop(dbs);
+        // After a restart the names come from the engine's manifest, not from a file.
+        std::fs::remove_file(&migrated).unwrap();
+        let dbs = Databases::open(engine_at(dir.path()), Some(legacy.clone())).unwrap();
+        assert_eq!(dbs.list(), vec!["empty", "metrics"]);
+        assert!(dbs.exists("empty") && dbs.tables("empty").is_empty());
+        assert!(dbs.drop_database("empty").unwrap());
+        assert_eq!(dbs.list(), vec!["metrics"]);
+        assert!(!legacy.exists(), "nothing writes the legacy file again");
+    }
+
+    #[test]
+    fn a_damaged_legacy_file_is_named_and_left_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let legacy = dir.path().join("databases.json");
+        std::fs::write(&legacy, "{\"not\": \"a list\"}").unwrap();
+        let err =
+            Databases::open(engine_at(dir.path()), Some(legacy.clone())).expect_err("refused");
+        let text = err.to_string();
+        assert!(text.contains("databases.json is damaged"), "{text}");
+        assert!(legacy.exists(), "kept for the operator to look at");
+    }
+
+    #[test]
+    fn database_name_errors_keep_their_sql_form() {
+        let dir = tempfile::tempdir().unwrap();
+        let dbs = Databases::open(engine_at(dir.path()), None).unwrap();
+        for (name, why) in [("a.b", "must not contain '.'"), ("", "empty")] {
+            let err = dbs.create(name).unwrap_err();
+            assert!(matches!(err, QueryError::InvalidDatabase { .. }), "{err}");
+            assert_eq!((err.http_status(), err.sqlstate()), (400, "42602"));
+            assert!(err.to_string().contains(why), "{err}");
+        }
+        assert!(dbs.list().is_empty());
     }
 }

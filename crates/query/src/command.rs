@@ -92,15 +92,12 @@ pub async fn run(q: &QueryService, db: &str, opts: &mut QueryOptions, c: &Comman
 
 /// Declares a table in the engine's catalog; false when it existed.
 fn create_table(
-    _engine: &tempora_storage::Engine,
-    _name: &str,
-    _schema: TableSchema,
-    _if_not_exists: bool,
+    engine: &tempora_storage::Engine,
+    name: &str,
+    schema: TableSchema,
+    if_not_exists: bool,
 ) -> Result<bool> {
-    // TODO(storage catalog branch): Engine::create_table.
-    Err(QueryError::Unsupported(
-        "CREATE TABLE needs the storage catalog (merging)".into(),
-    ))
+    Ok(engine.create_table(name, schema, if_not_exists)?)
 }
 
 fn no_options(what: &str, options: &Options) -> Result<()> {

@@ -54,31 +54,21 @@ pub const SCHEMA: &str = "public";
 
 /// The engine's name for table `table` of database `db`.
 pub fn engine_table(db: &str, table: &str) -> String {
-    format!("{db}.{table}")
+    tempora_storage::catalog::qualified(db, table)
 }
 
-/// An engine message as a client of `db` should read it: the engine names table `t` of `db`
-/// `"db.t"`, the client wrote `"t"`.
+/// An engine message as a client of `db` should read it (see
+/// [`tempora_storage::catalog::user_message`]).
 pub fn user_message(db: &str, msg: &str) -> String {
-    msg.replace(&format!("\"{db}."), "\"")
+    tempora_storage::catalog::user_message(db, msg)
 }
 
 /// Splits an engine table name into (database, table).
 pub fn split_engine_table(name: &str) -> Option<(&str, &str)> {
-    name.split_once('.')
+    tempora_storage::catalog::split(name)
 }
 
-/// Checks a database name: what [`tempora_model::validate_name`] allows, without `.`.
+/// Checks a database name (see [`tempora_storage::catalog::validate_database`]).
 pub fn validate_database(name: &str) -> Result<()> {
-    tempora_model::validate_name(name).map_err(|e| QueryError::InvalidDatabase {
-        name: name.chars().take(64).collect(),
-        reason: e.to_string(),
-    })?;
-    if name.contains('.') {
-        return Err(QueryError::InvalidDatabase {
-            name: name.chars().take(64).collect(),
-            reason: "a database name must not contain '.'".into(),
-        });
-    }
-    Ok(())
+    Ok(tempora_storage::catalog::validate_database(name)?)
 }

@@ -33,9 +33,8 @@ impl QueryOptions {
     /// Applies `SET` / `RESET` of a Tempora setting.
     pub fn apply(&mut self, set: &crate::sql::SetVariable) -> crate::Result<()> {
         use crate::sql::set::{Setting, parse_bool};
-        let bad = |e: String| {
-            crate::QueryError::InvalidParameter(format!("{}: {e}", set.setting.name()))
-        };
+        let bad =
+            |e: String| crate::QueryError::InvalidParameter(format!("{}: {e}", set.setting.name()));
         let v = set.value.as_deref();
         match set.setting {
             Setting::StatementTimeout => {

@@ -144,7 +144,7 @@ pub async fn ingest_lines(
     let parsed = tokio::task::spawn_blocking(move || {
         let mut parsed = gate.parse(&body, &opts);
         for b in &mut parsed.batches {
-            let name = tempora_query::engine_table(&db2, b.table());
+            let name = tempora_storage::catalog::qualified(&db2, b.table());
             if let Err(e) = b.set_table(&name) {
                 return Err(ServerError::BadRequest(format!(
                     "measurement {:?}: {e}",
@@ -162,7 +162,12 @@ pub async fn ingest_lines(
     let rejected = out
         .rejected
         .into_iter()
-        .map(|r| (r.line, tempora_query::user_message(db, &r.reason)))
+        .map(|r| {
+            (
+                r.line,
+                tempora_storage::catalog::user_message(db, &r.reason),
+            )
+        })
         .collect();
     Ok(WriteOutcome {
         written: out.rows,

@@ -4,7 +4,7 @@
 //! sources, many quiet ones). Reported: max/mean load (writes/s) per set; 1.0 is perfect.
 //! Run: `cargo bench -p tempora-storage --bench placement`.
 
-use tempora_storage::placement::{FrequencyBalancer, Policy, imbalance};
+use tempora_storage::write::placement::{FrequencyBalancer, Policy, imbalance};
 
 fn main() {
     for (sets, sources) in [(2usize, 64usize), (2, 1024), (4, 1024), (8, 4096)] {

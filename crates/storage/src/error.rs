@@ -50,6 +50,14 @@ pub enum StorageError {
     TableNotFound(String),
     #[error("too many tables: the limit is {0}")]
     TooManyTables(usize),
+    #[error("invalid database name {name:?}: {reason}")]
+    InvalidDatabase { name: String, reason: String },
+    #[error("database {0:?} does not exist")]
+    DatabaseNotFound(String),
+    #[error("table {0:?} already exists")]
+    TableExists(String),
+    #[error("too many databases: the limit is {0} (max_databases)")]
+    TooManyDatabases(usize),
     #[error("the engine is shut down")]
     ShutDown,
     #[error("injected fault: {0}")]
@@ -65,11 +73,13 @@ impl StorageError {
     pub fn http_status(&self) -> u16 {
         use StorageError::*;
         match self {
-            Model(_) | TableNotFound(_) => 400,
+            Model(_) | TableNotFound(_) | InvalidDatabase { .. } => 400,
+            DatabaseNotFound(_) => 404,
+            TableExists(_) => 409,
             TooLarge { .. } => 413,
             MemoryBudget { .. } | QueueFull { .. } | DiskFull { .. } => 503,
             Wal(w) if w.is_disk_full() => 503,
-            TooManyTables(_) => 422,
+            TooManyTables(_) | TooManyDatabases(_) => 422,
             _ => 500,
         }
     }
@@ -80,12 +90,15 @@ impl StorageError {
         match self {
             Model(_) => "22000",
             TableNotFound(_) => "42P01",
+            InvalidDatabase { .. } => "42602",
+            DatabaseNotFound(_) => "3D000",
+            TableExists(_) => "42P07",
             TooLarge { .. } => "54000",
             MemoryBudget { .. } => "53200",
             QueueFull { .. } => "53300",
             DiskFull { .. } => "53100",
             Wal(w) if w.is_disk_full() => "53100",
-            TooManyTables(_) => "54000",
+            TooManyTables(_) | TooManyDatabases(_) => "54000",
             CorruptManifest { .. } => "XX001",
             _ => "XX000",
         }
@@ -111,6 +124,13 @@ impl StorageError {
                 limit: *limit,
             },
             TableNotFound(t) => TableNotFound(t.clone()),
+            InvalidDatabase { name, reason } => InvalidDatabase {
+                name: name.clone(),
+                reason: reason.clone(),
+            },
+            DatabaseNotFound(d) => DatabaseNotFound(d.clone()),
+            TableExists(t) => TableExists(t.clone()),
+            TooManyDatabases(n) => TooManyDatabases(*n),
             ShutDown => ShutDown,
             other => Shared(other.to_string()),
         }

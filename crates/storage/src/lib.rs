@@ -7,6 +7,24 @@
 //! manifest; compaction merges each time window into one file; retention drops expired
 //! partitions. Reads take immutable snapshots and select series through the inverted index.
 //!
+//! Layout (each folder's `mod.rs` states its invariants):
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`engine`] | the [`Engine`] handle: opens, wires the parts below, owns the threads |
+//! | [`catalog`] | what exists: databases, tables and their regions (memtable, files, tombstones, index), names (`db.table`), the manifest handle, sequence numbers |
+//! | [`write`](mod@write) | the write path: region workers and group commit, memtables, WAL records and replay, placement, the memtable budget |
+//! | [`read`] | the read side and the documented read API: scans, sorted runs, latest values, the caches |
+//! | [`maintenance`] | flush, compaction, retention and drops, deletes and tombstones |
+//! | [`files`] | durable files: the file store, the manifest format, Parquet data files and their row selection |
+//!
+//! Nothing below `engine` sees the engine: it builds narrow handles (the catalog's `Catalog`
+//! of tables, manifest and sequence numbers; a memtable `Budget`; a region `Placement`; a
+//! `Reader` with the file caches; a `Flusher`, a `Compactor`, a `Dropper`) and gives each path
+//! only those it needs. Plain data types cross folders freely: a region is made of a memtable
+//! (`write`), a last-value cache (`read`) and tombstones (`maintenance`); runs and file
+//! metadata are read and written everywhere.
+//!
 //! Invariants that hold across modules:
 //! - Acknowledged means durable: a write returns `Ok` only after its WAL commit (sync policy
 //!   `Sync` by default) and is visible to reads from then on.
@@ -16,46 +34,24 @@
 //! - The same (series, time) keeps the newest write, field by field.
 //! - Every queue, buffer and budget has a named limit in [`EngineOptions`].
 
+pub mod catalog;
 pub mod clock;
-mod compaction;
-pub mod decoded_cache;
-mod delete;
-mod engine;
+pub mod engine;
 pub mod error;
-pub mod field_bound;
-mod flush;
-mod guided;
-pub mod index_cache;
-mod latest;
-pub mod lvc;
-mod maintenance;
-pub mod manifest;
-pub mod memtable;
+pub mod files;
+pub mod maintenance;
 pub mod metrics;
 pub mod options;
-pub mod placement;
-mod prewarm;
-mod region;
-mod replay;
-mod retention;
-pub mod rg_index;
-mod row_select;
-pub mod run;
-mod scan;
-pub mod sst;
-pub mod sst_cache;
-pub mod store;
-mod table;
-pub mod tombstone;
-mod worker;
+pub mod read;
+pub mod write;
 
-pub use compaction::{FileSpan, pick as pick_compaction};
-pub use delete::{DeleteRequest, SeriesFilter};
-pub use engine::{DirWals, Engine, EngineIo, MemWals, WalFactory, WriteOutcome};
+pub use engine::{Engine, EngineIo, WriteOutcome};
 pub use error::{Result, StorageError};
-pub use field_bound::{BoundOp, FieldBound};
+pub use maintenance::compaction::{FileSpan, pick as pick_compaction};
+pub use maintenance::delete::{DeleteRequest, SeriesFilter};
 pub use options::EngineOptions;
-pub use scan::{
-    RegionScan, ScanPlan, ScanRequest, ScanStats, TagForm, output_schema, output_schema_as,
+pub use read::{
+    BoundOp, FieldBound, Matcher, ScanPlan, ScanRequest, ScanStats, SortedRun, TagForm,
+    output_schema, output_schema_as,
 };
-pub use tempora_index::Matcher;
+pub use write::{DirWals, MemWals, WalFactory};

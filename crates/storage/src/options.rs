@@ -38,6 +38,8 @@ pub struct EngineOptions {
     pub compaction_window_ns: i64,
     /// Most tables in one engine.
     pub max_tables: usize,
+    /// Most databases in one engine (created ones and those holding tables).
+    pub max_databases: usize,
     /// Most columns in one table.
     pub max_columns: usize,
     /// Most series in one region index.
@@ -54,13 +56,13 @@ pub struct EngineOptions {
     /// and reloaded from their files on demand (the series cache).
     pub index_cache_bytes: usize,
     /// Memory for recently read data files and their decoded footers (the data-file cache,
-    /// [`crate::sst_cache`]); 0 reads every file from storage each time.
+    /// `crate::read::sst_cache`); 0 reads every file from storage each time.
     pub sst_cache_bytes: usize,
     /// Memory for decoded column chunks of data files that queries read (the decoded-column
-    /// cache, [`crate::decoded_cache`]); 0 decodes every read.
+    /// cache, `crate::read::decoded_cache`); 0 decodes every read.
     pub decoded_cache_bytes: usize,
     /// After opening, a background thread reads the newest data into the caches until the
-    /// decoded-column cache holds this percentage of its budget ([`crate::prewarm`]); 0: off.
+    /// decoded-column cache holds this percentage of its budget (`crate::read::prewarm`); 0: off.
     pub prewarm_percent: u8,
 }
 
@@ -85,6 +87,7 @@ impl Default for EngineOptions {
             compaction_trigger_files: 4,
             compaction_window_ns: 2 * HOUR_NS,
             max_tables: 10_000,
+            max_databases: 10_000,
             max_columns: 4_096,
             max_series_per_region: 10_000_000,
             max_rows_per_request: 1_000_000,
@@ -102,7 +105,7 @@ impl Default for EngineOptions {
 impl EngineOptions {
     /// Checks the invariants between options; a clear message names the bad option.
     pub fn validate(&self) -> Result<(), String> {
-        let checks: [(bool, &str); 8] = [
+        let checks: [(bool, &str); 9] = [
             (self.workers >= 1, "workers must be at least 1"),
             (
                 self.worker_queue_capacity >= 1,
@@ -126,6 +129,7 @@ impl EngineOptions {
                 self.prewarm_percent <= 100,
                 "prewarm_percent must be at most 100",
             ),
+            (self.max_databases >= 1, "max_databases must be at least 1"),
         ];
         match checks.iter().find(|(ok, _)| !ok) {
             Some((_, msg)) => Err(msg.to_string()),

@@ -1,7 +1,9 @@
-//! Crash-point enumeration: for flush, manifest edits, compaction and retention, the file
-//! store dies after I/O number k for every k, unsynced WAL bytes are dropped, and the engine is
-//! reopened on what remains. Every acknowledged row must be there exactly once, and no
-//! manifest entry may point at a missing file.
+//! Crash-point enumeration: for flush, manifest edits, compaction, retention and the catalog
+//! (databases created and dropped, a table declared), the file store dies after I/O number k
+//! for every k, unsynced WAL bytes are dropped, and the engine is reopened on what remains.
+//! Every acknowledged row must be there exactly once, every acknowledged catalog change must
+//! hold, a database drop must be all or nothing, and no manifest entry may point at a missing
+//! file.
 
 mod common;
 
@@ -9,10 +11,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use common::*;
-use tempora_model::{FieldValue, RowBatchBuilder, Timestamp};
+use tempora_model::{ColumnKind, FieldType, FieldValue, RowBatchBuilder, TableSchema, Timestamp};
 use tempora_storage::clock::ManualClock;
-use tempora_storage::manifest::Manifest;
-use tempora_storage::store::{FaultPlan, FileStore};
+use tempora_storage::files::Manifest;
+use tempora_storage::files::{FaultPlan, FileStore};
 use tempora_storage::{Engine, EngineIo, MemWals};
 
 type Rows = BTreeMap<(String, i64), Option<f64>>;
@@ -44,9 +46,37 @@ impl World {
     }
 }
 
-/// Writes one round; returns the rows acknowledged.
-fn try_write(e: &Engine, round: i64, day: i64) -> Rows {
-    let mut b = RowBatchBuilder::new("cpu").unwrap();
+/// What the scenario saw acknowledged.
+#[derive(Default)]
+struct Acked {
+    /// Rows of `cpu`.
+    rows: Rows,
+    /// Rows of the declared table `keep.decl`.
+    declared_rows: Rows,
+    /// `create_database("keep")`.
+    keep: bool,
+    /// `create_table("keep.decl")`.
+    declared: bool,
+    /// `create_database("gone")` and rows in `gone.a` and `gone.b`.
+    gone_filled: bool,
+    /// `drop_database("gone")`.
+    gone_dropped: bool,
+}
+
+/// The declared table's schema.
+fn declared_schema() -> TableSchema {
+    TableSchema::with_columns(
+        "decl",
+        vec![
+            ("host".into(), ColumnKind::Tag),
+            ("v".into(), ColumnKind::Field(FieldType::F64)),
+        ],
+    )
+}
+
+/// Writes one round into `table`; returns the rows acknowledged.
+fn try_write(e: &Engine, table: &str, round: i64, day: i64) -> Rows {
+    let mut b = RowBatchBuilder::new(table).unwrap();
     let mut rows = Rows::new();
     for i in 0..20 {
         let (h, t, v) = (
@@ -64,14 +94,34 @@ fn try_write(e: &Engine, round: i64, day: i64) -> Rows {
     }
 }
 
-/// The scenario under test; returns acknowledged rows.
-fn scenario(e: &Engine, clock: &ManualClock) -> Rows {
+/// The scenario under test; returns what was acknowledged.
+fn scenario(e: &Engine, clock: &ManualClock) -> Acked {
     let day = 24 * 3600 * SEC;
-    let mut acked = Rows::new();
+    let mut acked = Acked {
+        keep: e.create_database("keep").is_ok(),
+        ..Acked::default()
+    };
+    acked.declared = e
+        .create_table("keep.decl", declared_schema(), false)
+        .is_ok();
+    let gone = e.create_database("gone").is_ok();
     for round in 0..4 {
-        acked.extend(try_write(e, round, 0));
-        acked.extend(try_write(e, round, day));
+        acked.rows.extend(try_write(e, "cpu", round, 0));
+        acked.rows.extend(try_write(e, "cpu", round, day));
+        if acked.declared {
+            acked
+                .declared_rows
+                .extend(try_write(e, "keep.decl", round, day));
+        }
+        if round == 0 {
+            let a = try_write(e, "gone.a", round, day);
+            let b = try_write(e, "gone.b", round, day);
+            acked.gone_filled = gone && !a.is_empty() && !b.is_empty();
+        }
         let _ = e.flush();
+        if round == 1 {
+            acked.gone_dropped = matches!(e.drop_database("gone"), Ok(true));
+        }
         if round == 2 {
             let _ = e.compact();
         }
@@ -82,7 +132,71 @@ fn scenario(e: &Engine, clock: &ManualClock) -> Rows {
     acked
 }
 
-fn check_recovered(w: &World, acked: &Rows, k: u64) {
+/// The catalog after recovery holds every acknowledged change.
+fn check_catalog(e: &Engine, acked: &Acked, k: u64) {
+    if acked.keep {
+        assert!(
+            e.databases().contains(&"keep".to_string()),
+            "k={k}: keep lost"
+        );
+    }
+    // Declared in one commit: if the table exists at all, it has its declared columns.
+    match e.schema("keep.decl") {
+        Some(s) => {
+            assert_eq!(
+                s.kind("host"),
+                Some(ColumnKind::Tag),
+                "k={k}: half a declaration"
+            );
+            assert_eq!(
+                s.kind("v"),
+                Some(ColumnKind::Field(FieldType::F64)),
+                "k={k}"
+            );
+        }
+        None => assert!(!acked.declared, "k={k}: keep.decl lost"),
+    }
+    let got = read_table(e, "keep.decl");
+    for (key, v) in &acked.declared_rows {
+        assert_eq!(got.get(key), Some(v), "k={k}: declared row {key:?} lost");
+    }
+    if acked.gone_dropped {
+        assert!(
+            !e.database_exists("gone"),
+            "k={k}: dropped database came back"
+        );
+        assert!(
+            read_table(e, "gone.a").is_empty(),
+            "k={k}: rows of a dropped table"
+        );
+    }
+}
+
+/// The drop of `gone` took all of it (its tables and its record) or none of it.
+fn check_drop(m: &Manifest, acked: &Acked, k: u64) {
+    let recorded = m.state().databases.contains("gone");
+    let left: Vec<&String> = m
+        .state()
+        .tables
+        .keys()
+        .filter(|t| t.starts_with("gone."))
+        .collect();
+    if acked.gone_dropped {
+        assert!(
+            !recorded && left.is_empty(),
+            "k={k}: dropped database came back: {left:?}"
+        );
+    } else if acked.gone_filled {
+        let all = recorded && left == ["gone.a", "gone.b"];
+        let none = !recorded && left.is_empty();
+        assert!(
+            all || none,
+            "k={k}: part of a drop: recorded={recorded} tables={left:?}"
+        );
+    }
+}
+
+fn check_recovered(w: &World, acked: &Acked, k: u64) {
     w.wals.crash();
     let e = Engine::open(small_opts(), w.io(None))
         .unwrap_or_else(|err| panic!("k={k}: reopen failed: {err}"));
@@ -92,6 +206,7 @@ fn check_recovered(w: &World, acked: &Rows, k: u64) {
     let got = read_all(&e);
     let day = 24 * 3600 * SEC;
     let want: Rows = acked
+        .rows
         .iter()
         .filter(|((_, t), _)| *t >= day)
         .map(|(k, v)| (k.clone(), *v))
@@ -103,8 +218,10 @@ fn check_recovered(w: &World, acked: &Rows, k: u64) {
             "k={k}: acknowledged row {key:?} lost or changed"
         );
     }
+    check_catalog(&e, acked, k);
     drop(e);
     let m = Manifest::open(w.files.clone(), 64).unwrap();
+    check_drop(&m, acked, k);
     let present: BTreeSet<String> = w
         .files
         .list("data")
@@ -137,7 +254,7 @@ fn every_crash_point_keeps_acknowledged_rows() {
         plan.crash_after(k);
         let acked = match Engine::open(small_opts(), w.io(Some(plan))) {
             Ok(e) => scenario(&e, &w.clock),
-            Err(_) => Rows::new(),
+            Err(_) => Acked::default(),
         };
         check_recovered(&w, &acked, k);
     }

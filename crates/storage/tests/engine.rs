@@ -339,7 +339,7 @@ fn retention_drops_expired_partitions_on_time() {
 
 #[test]
 fn memory_budget_fails_writes_clearly_when_flushes_cannot_keep_up() {
-    let plan = Arc::new(tempora_storage::store::FaultPlan::default());
+    let plan = Arc::new(tempora_storage::files::FaultPlan::default());
     let (mut io, _) = EngineIo::memory();
     io.files = io.files.with_faults(plan.clone());
     let opts = tempora_storage::EngineOptions {

@@ -288,7 +288,14 @@ mod tests {
     #[test]
     fn clauses_read_as_typed_values() {
         let min = 60_000_000_000;
-        type Case = (&'static str, &'static str, Width, Fill, Option<&'static str>, i64);
+        type Case = (
+            &'static str,
+            &'static str,
+            Width,
+            Fill,
+            Option<&'static str>,
+            i64,
+        );
         let cases: Vec<Case> = vec![
             ("minutes", "1m", Width::Nanos(min), Fill::None, None, 0),
             (

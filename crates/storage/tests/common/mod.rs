@@ -42,7 +42,12 @@ pub fn write(engine: &Engine, rows: &[(&str, i64, f64)]) {
 
 /// All rows of `cpu` as host → time → v.
 pub fn read_all(engine: &Engine) -> BTreeMap<(String, i64), Option<f64>> {
-    let batches = match engine.scan("cpu", &ScanRequest::default()) {
+    read_table(engine, "cpu")
+}
+
+/// All rows of `table` (tag `host`, field `v`) as host → time → v; none when it does not exist.
+pub fn read_table(engine: &Engine, table: &str) -> BTreeMap<(String, i64), Option<f64>> {
+    let batches = match engine.scan(table, &ScanRequest::default()) {
         Ok(b) => b,
         Err(tempora_storage::StorageError::TableNotFound(_)) => Vec::new(),
         Err(e) => panic!("scan failed: {e}"),

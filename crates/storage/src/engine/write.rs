@@ -1,0 +1,129 @@
+//! [`Engine::write`]: the schema check, routing rows to regions and regions to workers, and
+//! waiting for every worker's reply.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crossbeam::channel::bounded;
+use tempora_model::{RowBatch, RowRejection, series_hash};
+
+use super::Engine;
+use crate::catalog::{Region, Table};
+use crate::error::{Result, StorageError};
+use crate::write::worker::{Control, WriteJob};
+
+/// The result of a write: rows stored and rows refused (with 0-based row numbers).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct WriteOutcome {
+    pub written: usize,
+    pub rejected: Vec<RowRejection>,
+}
+
+impl Engine {
+    /// Writes a batch. Rows refused by the schema, limits or retention are listed in the
+    /// outcome; the rest are durable when this returns `Ok`.
+    pub fn write(&self, batch: RowBatch) -> Result<WriteOutcome> {
+        let limit = self.opts.max_rows_per_request;
+        if batch.len() > limit {
+            return Err(StorageError::TooLarge {
+                what: "rows in a request",
+                size: batch.len(),
+                limit,
+            });
+        }
+        if batch.is_empty() {
+            return Ok(WriteOutcome::default());
+        }
+        self.budget.wait_for_room(|| {
+            self.metrics.write_stalls.inc();
+            for c in &self.threads.ctl_txs {
+                let _ = c.send(Control::Flush(None));
+            }
+        })?;
+        let table = self.catalog.table_or_create(batch.table())?;
+        let (mut rejected, field_map) = table.check(&batch, self.opts.max_columns);
+        let routed = self.route(&table, &batch, &mut rejected);
+        let batch = Arc::new(batch);
+        let field_map = Arc::new(field_map);
+        let mut replies = Vec::new();
+        for (worker, parts) in routed
+            .into_iter()
+            .enumerate()
+            .filter(|(_, p)| !p.is_empty())
+        {
+            let (tx, rx) = bounded(1);
+            let job = WriteJob {
+                batch: batch.clone(),
+                field_map: field_map.clone(),
+                parts,
+                reply: tx,
+            };
+            self.threads.write_txs[worker]
+                .send_timeout(job, self.opts.write_stall_timeout)
+                .map_err(|_| StorageError::QueueFull {
+                    worker,
+                    capacity: self.opts.worker_queue_capacity,
+                })?;
+            replies.push(rx);
+        }
+        let mut first_err = None;
+        for rx in replies {
+            match rx.recv() {
+                Ok(Ok(r)) => rejected.extend(r),
+                Ok(Err(e)) => first_err = first_err.or(Some(e)),
+                Err(_) => first_err = first_err.or(Some(StorageError::ShutDown)),
+            }
+        }
+        if let Some(e) = first_err {
+            return Err(e);
+        }
+        rejected.sort_by_key(|r| r.row);
+        self.metrics.rows_rejected.add(rejected.len() as u64);
+        Ok(WriteOutcome {
+            written: batch.len() - rejected.len(),
+            rejected,
+        })
+    }
+
+    /// Groups accepted rows by region and regions by worker.
+    fn route(
+        &self,
+        table: &Table,
+        batch: &RowBatch,
+        rejected: &mut Vec<RowRejection>,
+    ) -> Vec<Vec<(Arc<Region>, Vec<u32>)>> {
+        let opts = &self.opts;
+        let cutoff = table.retention_cutoff(self.clock.now_ns());
+        let refused: Vec<usize> = rejected.iter().map(|r| r.row).collect();
+        let mut skip = refused.into_iter().peekable();
+        let mut by_region: HashMap<(i64, u32), Vec<u32>> = HashMap::new();
+        for (i, row) in batch.rows().enumerate() {
+            if skip.peek() == Some(&i) {
+                skip.next();
+                continue;
+            }
+            if cutoff.is_some_and(|c| row.time.0 < c) {
+                rejected.push(RowRejection {
+                    row: i,
+                    reason: "timestamp is older than the table's retention".into(),
+                });
+                continue;
+            }
+            let partition = row.time.0.div_euclid(opts.partition_ns);
+            let bucket = (series_hash(row.key) % opts.buckets as u64) as u32;
+            by_region
+                .entry((partition, bucket))
+                .or_default()
+                .push(i as u32);
+        }
+        let mut per_worker: Vec<Vec<(Arc<Region>, Vec<u32>)>> =
+            (0..opts.workers).map(|_| Vec::new()).collect();
+        let mut regions: Vec<_> = by_region.into_iter().collect();
+        regions.sort_by_key(|(k, _)| *k);
+        for ((p, b), rows) in regions {
+            let region = self.placement.region_or_create(table, p, b);
+            per_worker[region.worker()].push((region, rows));
+        }
+        per_worker
+    }
+}

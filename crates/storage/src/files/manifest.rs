@@ -1,0 +1,492 @@
+//! The manifest: which databases, tables, regions and files make up the engine's data.
+//!
+//! A log of edit files plus checkpoints (format: `docs/format/manifest.md`). Each commit writes
+//! one edit file `manifest/{version:020}.edit` atomically and durably; that put is the commit
+//! point. Every `checkpoint_every` versions the whole state is written to
+//! `manifest/{version:020}.ckpt` and older edits and checkpoints are deleted.
+//!
+//! Invariants:
+//! - Recovery loads the newest checkpoint and applies every later edit in version order; a
+//!   missing version in the middle, a bad magic, version or checksum is a named error.
+//! - A crash leaves either the previous or the new version, never a mix (edits are atomic puts).
+//! - Data files are put before the edit that names them, and deleted only after the edit that
+//!   drops them; files no version names are orphans, removed by [`Manifest::remove_orphans`].
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use tempora_model::{TableId, TableSchema};
+
+use crate::error::{Result, StorageError};
+use crate::files::store::FileStore;
+use crate::maintenance::tombstone::Tombstone;
+
+const MAGIC: &[u8; 8] = b"TMPRMAN\0";
+const FORMAT_VERSION: u16 = 1;
+const HEADER_LEN: usize = 8 + 2 + 4 + 4;
+const DIR: &str = "manifest";
+
+/// Region address: table × time partition index × series-hash bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct RegionKey {
+    pub table: TableId,
+    /// Partition start divided by the partition width.
+    pub partition: i64,
+    pub bucket: u32,
+}
+
+impl RegionKey {
+    /// Directory of the region's files.
+    pub fn dir(&self) -> String {
+        format!(
+            "data/t{}/p{}/b{}",
+            self.table.0, self.partition, self.bucket
+        )
+    }
+    fn name(&self) -> String {
+        format!("{}/{}/{}", self.table.0, self.partition, self.bucket)
+    }
+}
+
+/// One data file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileMeta {
+    pub id: u64,
+    pub path: String,
+    pub rows: u64,
+    pub size: u64,
+    pub min_time: i64,
+    pub max_time: i64,
+    pub max_seq: u64,
+    /// Oldest write in the file (0 in files written before it was recorded).
+    #[serde(default)]
+    pub min_seq: u64,
+    /// The newest tombstone already applied to the file's rows (0: none).
+    #[serde(default)]
+    pub purged_seq: u64,
+    /// The file's newest row of each series, written beside it as a data file of its own
+    /// (`<id>.last`, Parquet in the data files' format, named so that a `*.parquet` glob over
+    /// the data directory sees each row once), from which the last-value cache is filled after a restart
+    /// instead of from the whole file. None: not written (few rows per series, or a file
+    /// from before it existed); the file itself is read then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_rows: Option<String>,
+}
+
+/// One table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TableMeta {
+    pub id: TableId,
+    pub schema: TableSchema,
+    /// Rows older than now − ttl are dropped, a whole partition at a time.
+    pub ttl_ns: Option<i64>,
+}
+
+/// One region's persisted state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegionMeta {
+    pub key: RegionKey,
+    /// Every write with a sequence number at or below this is in the files.
+    pub flushed_seq: u64,
+    pub files: BTreeMap<u64, FileMeta>,
+    /// The persisted series index of the region, written with its latest flush.
+    pub index_path: Option<String>,
+    /// Deletes not yet compacted away, oldest first.
+    #[serde(default)]
+    pub tombstones: Vec<Tombstone>,
+}
+
+/// The whole state at one version.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ManifestState {
+    pub version: u64,
+    pub next_file_id: u64,
+    pub next_table_id: u32,
+    pub tables: BTreeMap<String, TableMeta>,
+    pub regions: BTreeMap<String, RegionMeta>,
+    /// The newest sequence number a delete took: the engine's counter starts above it even
+    /// after the tombstone is compacted away.
+    #[serde(default)]
+    pub seq_floor: u64,
+    /// Databases created explicitly (a database also exists while it holds a table). Added
+    /// within format version 1: an older state reads as none.
+    #[serde(default)]
+    pub databases: BTreeSet<String>,
+}
+
+/// A change to the state; a commit applies a list of them atomically.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Edit {
+    CreateTable {
+        name: String,
+        id: TableId,
+    },
+    SetSchema {
+        name: String,
+        schema: TableSchema,
+    },
+    SetTtl {
+        name: String,
+        ttl_ns: Option<i64>,
+    },
+    DropTable {
+        name: String,
+    },
+    /// A flush: new files, a new index, and the region's flushed sequence.
+    Flush {
+        region: RegionKey,
+        files: Vec<FileMeta>,
+        flushed_seq: u64,
+        index_path: Option<String>,
+    },
+    /// A compaction: files replaced by others.
+    Compact {
+        region: RegionKey,
+        added: Vec<FileMeta>,
+        removed: Vec<u64>,
+    },
+    DropRegion {
+        region: RegionKey,
+    },
+    /// A delete's tombstone in one region.
+    AddTombstone {
+        region: RegionKey,
+        tombstone: Tombstone,
+    },
+    /// Tombstones every file of the region has been purged of, by sequence number.
+    DropTombstones {
+        region: RegionKey,
+        seqs: Vec<u64>,
+    },
+    /// A database created explicitly (added within format version 1).
+    CreateDatabase {
+        name: String,
+    },
+    /// Removes a database's record only; its tables go by `DropTable` edits in the same
+    /// commit (added within format version 1).
+    DropDatabase {
+        name: String,
+    },
+}
+
+impl ManifestState {
+    fn apply(&mut self, e: &Edit) {
+        match e {
+            Edit::CreateTable { .. }
+            | Edit::SetSchema { .. }
+            | Edit::SetTtl { .. }
+            | Edit::DropTable { .. } => self.apply_table(e),
+            Edit::CreateDatabase { name } => {
+                self.databases.insert(name.clone());
+            }
+            Edit::DropDatabase { name } => {
+                self.databases.remove(name);
+            }
+            Edit::Flush { .. }
+            | Edit::Compact { .. }
+            | Edit::DropRegion { .. }
+            | Edit::AddTombstone { .. }
+            | Edit::DropTombstones { .. } => self.apply_region(e),
+        }
+    }
+
+    /// Applies an edit of a table's entry.
+    fn apply_table(&mut self, e: &Edit) {
+        match e {
+            Edit::CreateTable { name, id } => {
+                self.next_table_id = self.next_table_id.max(id.0 + 1);
+                self.tables.insert(
+                    name.clone(),
+                    TableMeta {
+                        id: *id,
+                        schema: TableSchema::new(name),
+                        ttl_ns: None,
+                    },
+                );
+            }
+            Edit::SetSchema { name, schema } => {
+                if let Some(t) = self.tables.get_mut(name) {
+                    t.schema = schema.clone();
+                    t.schema.reindex();
+                }
+            }
+            Edit::SetTtl { name, ttl_ns } => {
+                if let Some(t) = self.tables.get_mut(name) {
+                    t.ttl_ns = *ttl_ns;
+                }
+            }
+            Edit::DropTable { name } => {
+                if let Some(t) = self.tables.remove(name) {
+                    self.regions.retain(|_, r| r.key.table != t.id);
+                }
+            }
+            _ => unreachable!("not a table edit"),
+        }
+    }
+
+    /// Applies an edit of a region's entry.
+    fn apply_region(&mut self, e: &Edit) {
+        match e {
+            Edit::Flush {
+                region,
+                files,
+                flushed_seq,
+                index_path,
+            } => {
+                let r = self.region_mut(*region);
+                r.flushed_seq = r.flushed_seq.max(*flushed_seq);
+                for f in files {
+                    r.files.insert(f.id, f.clone());
+                }
+                if index_path.is_some() {
+                    r.index_path = index_path.clone();
+                }
+                self.bump_file_ids(files);
+            }
+            Edit::Compact {
+                region,
+                added,
+                removed,
+            } => {
+                let r = self.region_mut(*region);
+                for id in removed {
+                    r.files.remove(id);
+                }
+                for f in added {
+                    r.files.insert(f.id, f.clone());
+                }
+                self.bump_file_ids(added);
+            }
+            Edit::DropRegion { region } => {
+                self.regions.remove(&region.name());
+            }
+            Edit::AddTombstone { region, tombstone } => {
+                self.seq_floor = self.seq_floor.max(tombstone.seq);
+                self.region_mut(*region).tombstones.push(tombstone.clone());
+            }
+            Edit::DropTombstones { region, seqs } => {
+                if let Some(r) = self.regions.get_mut(&region.name()) {
+                    r.tombstones.retain(|t| !seqs.contains(&t.seq));
+                }
+            }
+            _ => unreachable!("not a region edit"),
+        }
+    }
+
+    fn bump_file_ids(&mut self, files: &[FileMeta]) {
+        for f in files {
+            self.next_file_id = self.next_file_id.max(f.id + 1);
+        }
+    }
+
+    fn region_mut(&mut self, key: RegionKey) -> &mut RegionMeta {
+        self.regions
+            .entry(key.name())
+            .or_insert_with(|| RegionMeta {
+                key,
+                flushed_seq: 0,
+                files: BTreeMap::new(),
+                index_path: None,
+                tombstones: Vec::new(),
+            })
+    }
+
+    pub fn region(&self, key: &RegionKey) -> Option<&RegionMeta> {
+        self.regions.get(&key.name())
+    }
+
+    /// Every file path the state names.
+    pub fn live_paths(&self) -> BTreeSet<String> {
+        let mut s = BTreeSet::new();
+        for r in self.regions.values() {
+            for f in r.files.values() {
+                s.insert(f.path.clone());
+                s.extend(f.last_rows.clone());
+            }
+            s.extend(r.index_path.clone());
+        }
+        s
+    }
+}
+
+fn frame(body: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(HEADER_LEN + body.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    out.extend_from_slice(&crc32c::crc32c(body).to_le_bytes());
+    out.extend_from_slice(body);
+    Bytes::from(out)
+}
+
+fn unframe<'a>(path: &str, data: &'a [u8]) -> Result<&'a [u8]> {
+    let bad = |reason: String| StorageError::CorruptManifest {
+        path: path.to_string(),
+        reason,
+    };
+    if data.len() < HEADER_LEN {
+        return Err(bad(format!(
+            "{} bytes is shorter than the header",
+            data.len()
+        )));
+    }
+    if &data[..8] != MAGIC {
+        return Err(bad("bad magic number".into()));
+    }
+    let version = u16::from_le_bytes([data[8], data[9]]);
+    if version != FORMAT_VERSION {
+        return Err(bad(format!("unsupported format version {version}")));
+    }
+    let len = u32::from_le_bytes(data[10..14].try_into().expect("4 bytes")) as usize;
+    let crc = u32::from_le_bytes(data[14..18].try_into().expect("4 bytes"));
+    let body = &data[HEADER_LEN..];
+    if body.len() != len {
+        return Err(bad(format!(
+            "body is {} bytes, header says {len}",
+            body.len()
+        )));
+    }
+    if crc32c::crc32c(body) != crc {
+        return Err(bad("checksum mismatch".into()));
+    }
+    Ok(body)
+}
+
+fn decode<T: for<'de> Deserialize<'de>>(path: &str, data: &[u8]) -> Result<T> {
+    serde_json::from_slice(unframe(path, data)?).map_err(|e| StorageError::CorruptManifest {
+        path: path.to_string(),
+        reason: format!("bad body: {e}"),
+    })
+}
+
+/// The manifest of one engine.
+pub struct Manifest {
+    store: FileStore,
+    state: ManifestState,
+    checkpoint_every: u64,
+    last_checkpoint: u64,
+}
+
+fn edit_path(v: u64) -> String {
+    format!("{DIR}/{v:020}.edit")
+}
+fn ckpt_path(v: u64) -> String {
+    format!("{DIR}/{v:020}.ckpt")
+}
+
+fn parse_version(path: &str, ext: &str) -> Option<u64> {
+    path.strip_prefix(DIR)?
+        .strip_prefix('/')?
+        .strip_suffix(ext)?
+        .parse()
+        .ok()
+}
+
+impl Manifest {
+    /// Recovers the newest complete version.
+    pub fn open(store: FileStore, checkpoint_every: u64) -> Result<Manifest> {
+        assert!(checkpoint_every >= 1);
+        let files = store.list(DIR)?;
+        let ckpt = files
+            .iter()
+            .filter_map(|(p, _)| parse_version(p, ".ckpt"))
+            .max();
+        let mut state = match ckpt {
+            Some(v) => decode::<ManifestState>(&ckpt_path(v), &store.get(&ckpt_path(v))?)?,
+            None => ManifestState::default(),
+        };
+        for t in state.tables.values_mut() {
+            t.schema.reindex();
+        }
+        let base = state.version;
+        let mut edits: Vec<u64> = files
+            .iter()
+            .filter_map(|(p, _)| parse_version(p, ".edit"))
+            .filter(|&v| v > base)
+            .collect();
+        edits.sort_unstable();
+        for (i, v) in edits.iter().enumerate() {
+            if *v != base + 1 + i as u64 {
+                return Err(StorageError::CorruptManifest {
+                    path: edit_path(base + 1 + i as u64),
+                    reason: format!("edit missing before version {v}"),
+                });
+            }
+            let path = edit_path(*v);
+            let list: Vec<Edit> = decode(&path, &store.get(&path)?)?;
+            for e in &list {
+                state.apply(e);
+            }
+            state.version = *v;
+        }
+        Ok(Manifest {
+            store,
+            last_checkpoint: base,
+            state,
+            checkpoint_every,
+        })
+    }
+
+    pub fn state(&self) -> &ManifestState {
+        &self.state
+    }
+
+    /// Allocates a file id (persisted by the edit that adds the file).
+    pub fn next_file_id(&mut self) -> u64 {
+        let id = self.state.next_file_id;
+        self.state.next_file_id += 1;
+        id
+    }
+
+    /// Commits edits atomically. On error the in-memory state is unchanged.
+    pub fn commit(&mut self, edits: Vec<Edit>) -> Result<()> {
+        let v = self.state.version + 1;
+        let body = serde_json::to_vec(&edits).expect("edits serialise");
+        self.store.put(&edit_path(v), frame(&body))?;
+        for e in &edits {
+            self.state.apply(e);
+        }
+        self.state.version = v;
+        if v - self.last_checkpoint >= self.checkpoint_every
+            && let Err(e) = self.checkpoint()
+        {
+            tracing::warn!(error = %e, "manifest checkpoint failed; edits are kept");
+        }
+        Ok(())
+    }
+
+    /// Writes the whole state and removes what it supersedes.
+    pub fn checkpoint(&mut self) -> Result<()> {
+        let v = self.state.version;
+        let body = serde_json::to_vec(&self.state).expect("state serialises");
+        self.store.put(&ckpt_path(v), frame(&body))?;
+        self.last_checkpoint = v;
+        for (p, _) in self.store.list(DIR)? {
+            let old_edit = parse_version(&p, ".edit").is_some_and(|x| x <= v);
+            let old_ckpt = parse_version(&p, ".ckpt").is_some_and(|x| x < v);
+            if old_edit || old_ckpt {
+                self.store.delete(&p)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes files under `data/` that no version names (left by a crash mid-flush or
+    /// mid-compaction). Call only while nothing writes data files.
+    pub fn remove_orphans(&self) -> Result<usize> {
+        let live = self.state.live_paths();
+        let mut removed = 0;
+        for (p, _) in self.store.list("data")? {
+            if !live.contains(&p) {
+                tracing::info!(path = %p, "removing orphan file");
+                self.store.delete(&p)?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+}
+
+#[cfg(test)]
+mod tests;

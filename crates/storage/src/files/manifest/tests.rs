@@ -1,0 +1,291 @@
+use std::sync::Arc;
+
+use super::*;
+use crate::files::store::{FaultPlan, FileStore};
+
+fn file(id: u64) -> FileMeta {
+    FileMeta {
+        min_seq: 0,
+        purged_seq: 0,
+        id,
+        path: format!("data/t0/p0/b0/{id:016x}.parquet"),
+        rows: 1,
+        size: 1,
+        min_time: 0,
+        max_time: 0,
+        max_seq: id,
+        last_rows: None,
+    }
+}
+
+/// The paths the store lists under `dir`, in its order.
+fn paths(store: &FileStore, dir: &str) -> Vec<String> {
+    store
+        .list(dir)
+        .unwrap()
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect()
+}
+
+fn region() -> RegionKey {
+    RegionKey {
+        table: TableId(0),
+        partition: 0,
+        bucket: 0,
+    }
+}
+
+fn flush(id: u64) -> Vec<Edit> {
+    vec![Edit::Flush {
+        region: region(),
+        files: vec![file(id)],
+        flushed_seq: id,
+        index_path: None,
+    }]
+}
+
+#[test]
+fn edits_survive_reopen_across_checkpoints() {
+    let store = FileStore::memory();
+    let mut m = Manifest::open(store.clone(), 3).unwrap();
+    m.commit(vec![Edit::CreateTable {
+        name: "cpu".into(),
+        id: TableId(0),
+    }])
+    .unwrap();
+    for id in 0..7 {
+        m.commit(flush(id)).unwrap();
+    }
+    m.commit(vec![Edit::Compact {
+        region: region(),
+        added: vec![file(9)],
+        removed: vec![0, 1],
+    }])
+    .unwrap();
+    let want = m.state().clone();
+    let again = Manifest::open(store.clone(), 3).unwrap();
+    assert_eq!(again.state(), &want);
+    assert_eq!(want.region(&region()).unwrap().files.len(), 6);
+    assert_eq!(want.next_file_id, 10);
+    // Old edits were folded into checkpoints.
+    let names = paths(&store, "manifest");
+    assert!(
+        names.iter().filter(|p| p.ends_with(".ckpt")).count() == 1,
+        "{names:?}"
+    );
+    assert!(names.len() <= 4, "{names:?}");
+}
+
+#[test]
+fn damaged_files_are_named_errors() {
+    // (name, mutate the newest edit's bytes)
+    type Mutate = fn(&mut Vec<u8>);
+    let cases: Vec<(&str, Mutate)> = vec![
+        ("truncated header", |b| b.truncate(5)),
+        ("bad magic", |b| b[0] ^= 1),
+        ("bad version", |b| b[8] = 9),
+        ("flipped body bit", |b| {
+            let n = b.len() - 1;
+            b[n] ^= 0x10
+        }),
+        ("short body", |b| {
+            b.pop();
+        }),
+        ("empty file", |b| b.clear()),
+    ];
+    // The newest edit is each kind of commit: a flush, and the database edits.
+    let newest: Vec<(&str, Vec<Edit>)> = vec![
+        ("flush", flush(1)),
+        ("create database", vec![create_db("db")]),
+        (
+            "drop database",
+            vec![
+                Edit::DropTable { name: "t".into() },
+                Edit::DropDatabase { name: "db".into() },
+            ],
+        ),
+    ];
+    for (kind, edits) in newest {
+        for (name, mutate) in &cases {
+            let store = FileStore::memory();
+            let mut m = Manifest::open(store.clone(), 100).unwrap();
+            m.commit(vec![Edit::CreateTable {
+                name: "t".into(),
+                id: TableId(0),
+            }])
+            .unwrap();
+            m.commit(edits.clone()).unwrap();
+            let path = edit_path(2);
+            let mut bytes = store.get(&path).unwrap().to_vec();
+            mutate(&mut bytes);
+            store.put(&path, Bytes::from(bytes)).unwrap();
+            match Manifest::open(store, 100) {
+                Err(StorageError::CorruptManifest { path: p, .. }) => {
+                    assert_eq!(p, path, "{kind}: {name}")
+                }
+                Err(e) => panic!("{kind}: {name}: unexpected error {e}"),
+                Ok(_) => panic!("{kind}: {name}: damage was not detected"),
+            }
+        }
+    }
+}
+
+fn create_db(name: &str) -> Edit {
+    Edit::CreateDatabase { name: name.into() }
+}
+
+/// Databases are recorded by their edits, kept across checkpoints and reopens; a drop removes
+/// the record and, in the same commit, the tables.
+#[test]
+fn database_edits_survive_reopen_across_checkpoints() {
+    let store = FileStore::memory();
+    let mut m = Manifest::open(store.clone(), 2).unwrap();
+    m.commit(vec![create_db("a"), create_db("b")]).unwrap();
+    m.commit(vec![Edit::CreateTable {
+        name: "b.t".into(),
+        id: TableId(0),
+    }])
+    .unwrap();
+    m.commit(vec![create_db("c")]).unwrap();
+    m.commit(vec![
+        Edit::DropTable { name: "b.t".into() },
+        Edit::DropDatabase { name: "b".into() },
+    ])
+    .unwrap();
+    m.commit(vec![create_db("a")]).unwrap();
+    let want: BTreeSet<String> = ["a", "c"].map(String::from).into();
+    assert_eq!(m.state().databases, want);
+    assert!(m.state().tables.is_empty());
+    let again = Manifest::open(store.clone(), 2).unwrap();
+    assert_eq!(again.state(), m.state());
+    assert!(
+        paths(&store, "manifest")
+            .iter()
+            .any(|p| p.ends_with(".ckpt")),
+        "a checkpoint holds the databases"
+    );
+}
+
+/// A state written before databases were recorded (no `databases` field) reads as no
+/// explicit databases.
+#[test]
+fn a_state_from_before_databases_reads_as_none() {
+    let store = FileStore::memory();
+    let mut m = Manifest::open(store.clone(), 100).unwrap();
+    m.commit(vec![create_db("gone")]).unwrap();
+    m.commit(flush(1)).unwrap();
+    m.checkpoint().unwrap();
+    let ckpt = ckpt_path(m.state().version);
+    let mut state: serde_json::Value =
+        serde_json::from_slice(unframe(&ckpt, &store.get(&ckpt).unwrap()).unwrap()).unwrap();
+    assert!(state.as_object_mut().unwrap().remove("databases").is_some());
+    let old = serde_json::to_vec(&state).unwrap();
+    store.put(&ckpt, frame(&old)).unwrap();
+    let m = Manifest::open(store, 100).unwrap();
+    assert!(m.state().databases.is_empty());
+    assert_eq!(m.state().region(&region()).unwrap().files.len(), 1);
+}
+
+#[test]
+fn missing_edit_in_the_middle_is_an_error() {
+    let store = FileStore::memory();
+    let mut m = Manifest::open(store.clone(), 100).unwrap();
+    for id in 0..3 {
+        m.commit(flush(id)).unwrap();
+    }
+    store.delete(&edit_path(2)).unwrap();
+    let err = Manifest::open(store, 100).err().expect("gap detected");
+    assert!(err.to_string().contains("edit missing"), "{err}");
+}
+
+#[test]
+fn crash_at_every_io_leaves_old_or_new_version() {
+    // Commit 5 edits with checkpoints every 2, crashing at I/O k for every k.
+    for k in 0..40 {
+        let base = FileStore::memory();
+        let plan = Arc::new(FaultPlan::default());
+        let store = base.with_faults(plan.clone());
+        plan.crash_after(k);
+        let mut committed = 0u64;
+        if let Ok(mut m) = Manifest::open(store, 2) {
+            for id in 0..5 {
+                if m.commit(flush(id)).is_err() {
+                    break;
+                }
+                committed += 1;
+            }
+        }
+        let m = Manifest::open(base, 2).unwrap_or_else(|e| panic!("k={k}: {e}"));
+        let files = m
+            .state()
+            .region(&region())
+            .map_or(0, |r| r.files.len() as u64);
+        // The fault plan fails an operation before it happens, so a failed commit left nothing.
+        assert_eq!(files, committed, "k={k}");
+        assert_eq!(m.state().version, files, "k={k}");
+    }
+}
+
+#[test]
+fn orphans_are_removed_and_live_files_kept() {
+    let store = FileStore::memory();
+    let mut m = Manifest::open(store.clone(), 100).unwrap();
+    m.commit(flush(1)).unwrap();
+    store
+        .put(&file(1).path, Bytes::from_static(b"live"))
+        .unwrap();
+    store
+        .put(&file(2).path, Bytes::from_static(b"orphan"))
+        .unwrap();
+    assert_eq!(m.remove_orphans().unwrap(), 1);
+    let left = paths(&store, "data");
+    assert_eq!(left, vec![file(1).path]);
+}
+
+#[test]
+fn a_files_newest_rows_live_and_die_with_it() {
+    let store = FileStore::memory();
+    let mut m = Manifest::open(store.clone(), 100).unwrap();
+    let mut f = file(1);
+    let last = "data/t0/p0/b0/0000000000000001.last".to_string();
+    f.last_rows = Some(last.clone());
+    m.commit(vec![Edit::Flush {
+        region: region(),
+        files: vec![f.clone()],
+        flushed_seq: 1,
+        index_path: None,
+    }])
+    .unwrap();
+    let orphan = "data/t0/p0/b0/0000000000000002.last";
+    for p in [&f.path, &last, &orphan.to_string()] {
+        store.put(p, Bytes::from_static(b"x")).unwrap();
+    }
+    assert_eq!(m.remove_orphans().unwrap(), 1, "only the unnamed one");
+    let left = paths(&store, "data");
+    assert_eq!(
+        left,
+        vec![last.clone(), f.path.clone()],
+        "listed in name order"
+    );
+    drop(m);
+    let m = Manifest::open(store.clone(), 100).unwrap();
+    let got = &m.state().region(&region()).unwrap().files[&1];
+    assert_eq!(
+        got.last_rows.as_deref(),
+        Some(last.as_str()),
+        "kept across reopen"
+    );
+}
+
+#[test]
+fn a_file_entry_without_newest_rows_reads_as_none() {
+    let old = r#"{"id":7,"path":"p","rows":1,"size":1,"min_time":0,"max_time":0,"max_seq":7}"#;
+    let f: FileMeta = serde_json::from_str(old).unwrap();
+    assert_eq!(f.last_rows, None);
+    let back = serde_json::to_string(&f).unwrap();
+    assert!(
+        !back.contains("last_rows"),
+        "not written when absent: {back}"
+    );
+}

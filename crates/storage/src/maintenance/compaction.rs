@@ -1,0 +1,399 @@
+//! Time-window compaction: each window of a region ends up in one file, without duplicates.
+//! Windows are `compaction_window_ns` wide while a partition is current and the whole
+//! partition once it has ended ([`region_window`]).
+//!
+//! The picker is a pure function over file metadata. A file whose rows span several windows,
+//! or a closed window holding two or more files, or the active window holding `trigger` files,
+//! starts a job; the job takes every file overlapping the same windows (transitively), merges
+//! them (newest write wins field by field), and writes one file per window. The manifest edit
+//! that swaps inputs for outputs is the commit point; inputs are deleted once no reader holds
+//! them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use arrow::array::{AsArray, BooleanArray};
+use arrow::compute::filter_record_batch;
+use arrow::datatypes::Int64Type;
+
+use parking_lot::Mutex;
+
+use crate::catalog::{FileHandle, Region, Table};
+use crate::clock::Clock;
+use crate::error::Result;
+use crate::files::manifest::Edit;
+use crate::files::sst::{SstFilter, read_files};
+use crate::maintenance::Output;
+use crate::maintenance::tombstone;
+use crate::metrics::Metrics;
+use crate::read::run::{SortedRun, merge_runs};
+use std::sync::atomic::Ordering;
+
+/// Time range of a file, for the picker.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FileSpan {
+    pub id: u64,
+    pub min_time: i64,
+    pub max_time: i64,
+}
+
+/// Groups of file ids to compact together. `active_window` is the window index of "now":
+/// windows at or after it need `trigger` files, older ones two.
+pub fn pick(
+    files: &[FileSpan],
+    window_ns: i64,
+    active_window: i64,
+    trigger: usize,
+) -> Vec<Vec<u64>> {
+    assert!(window_ns > 0 && trigger >= 2);
+    let span = |f: &FileSpan| {
+        (
+            f.min_time.div_euclid(window_ns),
+            f.max_time.div_euclid(window_ns),
+        )
+    };
+    let mut per_window: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
+    for (i, f) in files.iter().enumerate() {
+        let (a, b) = span(f);
+        for w in a..=b.min(a + 10_000) {
+            per_window.entry(w).or_default().push(i);
+        }
+    }
+    let needs = |w: i64, n: usize| {
+        if w >= active_window {
+            n >= trigger
+        } else {
+            n >= 2
+        }
+    };
+    let mut seeds: BTreeSet<usize> = files
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| span(f).0 != span(f).1)
+        .map(|(i, _)| i)
+        .collect();
+    for (w, v) in &per_window {
+        if needs(*w, v.len()) {
+            seeds.extend(v.iter().copied());
+        }
+    }
+    // Connected components of seed files through shared windows.
+    let mut taken = vec![false; files.len()];
+    let mut groups = Vec::new();
+    for s in seeds {
+        if taken[s] {
+            continue;
+        }
+        let mut stack = vec![s];
+        taken[s] = true;
+        let mut group = Vec::new();
+        while let Some(i) = stack.pop() {
+            group.push(files[i].id);
+            let (a, b) = span(&files[i]);
+            for w in a..=b.min(a + 10_000) {
+                for &j in &per_window[&w] {
+                    if !taken[j] {
+                        taken[j] = true;
+                        stack.push(j);
+                    }
+                }
+            }
+        }
+        group.sort_unstable();
+        groups.push(group);
+    }
+    groups
+}
+
+/// The compaction window of a region: `compaction_window_ns` while its partition can still
+/// take current writes, the whole partition once the partition has ended (so a past day is
+/// one file per region, and a scan over it opens one file instead of one per window).
+pub fn region_window(partition: i64, partition_ns: i64, window_ns: i64, now_ns: i64) -> i64 {
+    let end = partition.saturating_add(1).saturating_mul(partition_ns);
+    if end <= now_ns {
+        partition_ns
+    } else {
+        window_ns
+    }
+}
+
+/// When compaction runs and how wide its windows are.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CompactionOptions {
+    pub partition_ns: i64,
+    pub window_ns: i64,
+    /// Files in the active window that start a compaction.
+    pub trigger_files: usize,
+}
+
+/// What compaction needs: where it writes and commits, its options, the clock that says
+/// which partitions have ended, and counters. Holds the lock that keeps two compactions from
+/// touching the same files.
+pub(crate) struct Compactor {
+    pub out: Output,
+    pub opts: CompactionOptions,
+    pub clock: Arc<dyn Clock>,
+    pub metrics: Arc<Metrics>,
+    only_one: Mutex<()>,
+}
+
+impl Compactor {
+    pub fn new(
+        out: Output,
+        opts: CompactionOptions,
+        clock: Arc<dyn Clock>,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        Self {
+            out,
+            opts,
+            clock,
+            metrics,
+            only_one: Mutex::new(()),
+        }
+    }
+}
+
+/// Compacts every region that needs it; returns the number of jobs run.
+pub(crate) fn compact_all(c: &Compactor) -> Result<usize> {
+    let _only_one = c.only_one.lock();
+    let mut jobs = 0;
+    let now = c.clock.now_ns();
+    for table in c.out.catalog.tables() {
+        for region in table.all_regions() {
+            let window = region_window(
+                region.key.partition,
+                c.opts.partition_ns,
+                c.opts.window_ns,
+                now,
+            );
+            let active = now.div_euclid(window);
+            let files = region.files.read().clone();
+            let spans: Vec<FileSpan> = files
+                .iter()
+                .map(|f| FileSpan {
+                    id: f.meta.id,
+                    min_time: f.meta.min_time,
+                    max_time: f.meta.max_time,
+                })
+                .collect();
+            for group in pick(&spans, window, active, c.opts.trigger_files) {
+                let inputs: Vec<Arc<FileHandle>> = files
+                    .iter()
+                    .filter(|f| group.contains(&f.meta.id))
+                    .cloned()
+                    .collect();
+                compact_group(c, &table, &region, &inputs, window)?;
+                jobs += 1;
+            }
+            jobs += purge(c, &table, &region, window)?;
+        }
+    }
+    Ok(jobs)
+}
+
+/// Rewrites the files of a region that hold rows its tombstones hide, then drops the
+/// tombstones nothing needs any more. Returns the number of rewrite jobs (0 or 1).
+fn purge(c: &Compactor, table: &Table, region: &Region, window_ns: i64) -> Result<usize> {
+    let tombs = region.tombstones.read().clone();
+    if tombs.is_empty() {
+        return Ok(0);
+    }
+    let dirty: Vec<Arc<FileHandle>> = region
+        .files
+        .read()
+        .iter()
+        .filter(|f| !tombstone::for_file(&tombs, &f.meta).is_empty())
+        .cloned()
+        .collect();
+    let jobs = if dirty.is_empty() {
+        0
+    } else {
+        compact_group(c, table, region, &dirty, window_ns)?;
+        1
+    };
+    // Memtable state first, files second: a flush adds its file before it advances
+    // flushed_seq and releases its parts, so a flush seen finished here has its file in the
+    // list read below, and that file is checked like the others.
+    let empty = region.active.lock().is_empty() && region.frozen.read().is_empty();
+    let flushed = match empty {
+        true => u64::MAX,
+        false => region.flushed_seq.load(Ordering::SeqCst),
+    };
+    let files = region.files.read().clone();
+    let metas: Vec<&crate::files::manifest::FileMeta> = files.iter().map(|f| &f.meta).collect();
+    let seqs = tombstone::droppable(&tombs, &metas, flushed);
+    if !seqs.is_empty() {
+        c.out.catalog.commit(vec![Edit::DropTombstones {
+            region: region.key,
+            seqs: seqs.clone(),
+        }])?;
+        let mut live = region.tombstones.write();
+        *live = Arc::new(
+            live.iter()
+                .filter(|t| !seqs.contains(&t.seq))
+                .cloned()
+                .collect(),
+        );
+        tracing::debug!(region = ?region.key, dropped = seqs.len(), "tombstones compacted away");
+    }
+    Ok(jobs)
+}
+
+fn compact_group(
+    c: &Compactor,
+    table: &Table,
+    region: &Region,
+    inputs: &[Arc<FileHandle>],
+    window_ns: i64,
+) -> Result<()> {
+    let fields = table.fields();
+    let tags = table.tags();
+    let tombs = region.tombstones.read().clone();
+    let purged = tombs.iter().map(|t| t.seq).max().unwrap_or(0);
+    let paths = inputs.iter().map(|f| f.meta.path.as_str());
+    let runs = read_files(&c.out.store, paths, &fields, &SstFilter::default())?;
+    // Each file's rows are single-version: tombstones apply to them before the merge.
+    let runs = runs
+        .into_iter()
+        .zip(inputs)
+        .map(|(run, f)| tombstone::apply_to_run(run, &tombstone::for_file(&tombs, &f.meta)))
+        .collect::<Result<Vec<_>>>()?;
+    let merged = merge_runs(&runs, &fields)?;
+    let mut added = Vec::new();
+    let mut written = Vec::new();
+    let result = (|| -> Result<()> {
+        for part in split_by_window(&merged, window_ns)? {
+            if part.num_rows() == 0 {
+                continue;
+            }
+            added.push(c.out.put_data_file(
+                region.key,
+                &part,
+                &tags,
+                &fields,
+                purged,
+                &mut written,
+            )?);
+        }
+        let removed: Vec<u64> = inputs.iter().map(|f| f.meta.id).collect();
+        c.out.catalog.commit(vec![Edit::Compact {
+            region: region.key,
+            added: added.clone(),
+            removed,
+        }])
+    })();
+    if let Err(e) = result {
+        for p in written {
+            let _ = c.out.store.delete(&p);
+        }
+        return Err(e);
+    }
+    let mut files = region.files.write();
+    files.retain(|f| !inputs.iter().any(|i| i.meta.id == f.meta.id));
+    files.extend(
+        added
+            .into_iter()
+            .map(|m| FileHandle::new(m, c.out.store.clone())),
+    );
+    for f in inputs {
+        f.mark_obsolete();
+    }
+    c.metrics.compactions.inc();
+    Ok(())
+}
+
+/// Splits a sorted run into one run per time window (each still sorted by key and time).
+fn split_by_window(run: &SortedRun, window_ns: i64) -> Result<Vec<SortedRun>> {
+    let times = run.batch.column(1).as_primitive::<Int64Type>().values();
+    let windows: BTreeSet<i64> = times.iter().map(|t| t.div_euclid(window_ns)).collect();
+    if windows.len() <= 1 {
+        return Ok(vec![run.clone()]);
+    }
+    let mut out = Vec::new();
+    for w in windows {
+        let mask: BooleanArray = times
+            .iter()
+            .map(|t| Some(t.div_euclid(window_ns) == w))
+            .collect();
+        out.push(SortedRun {
+            keys: run.keys.clone(),
+            batch: filter_record_batch(&run.batch, &mask)?,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(id: u64, min_time: i64, max_time: i64) -> FileSpan {
+        FileSpan {
+            id,
+            min_time,
+            max_time,
+        }
+    }
+
+    #[test]
+    fn picker_cases() {
+        // window 10, active window index 5 (times 50..60), trigger 3
+        type Case = (&'static str, Vec<FileSpan>, Vec<Vec<u64>>);
+        let cases: Vec<Case> = vec![
+            ("nothing", vec![], vec![]),
+            (
+                "one file per closed window",
+                vec![f(1, 0, 9), f(2, 10, 19)],
+                vec![],
+            ),
+            (
+                "two files in a closed window",
+                vec![f(1, 0, 5), f(2, 3, 9)],
+                vec![vec![1, 2]],
+            ),
+            (
+                "file spanning windows is split",
+                vec![f(1, 0, 15)],
+                vec![vec![1]],
+            ),
+            (
+                "spanning pulls in neighbours",
+                vec![f(1, 5, 15), f(2, 10, 12), f(3, 30, 35)],
+                vec![vec![1, 2]],
+            ),
+            (
+                "active window below trigger",
+                vec![f(1, 50, 51), f(2, 52, 53)],
+                vec![],
+            ),
+            (
+                "active window at trigger",
+                vec![f(1, 50, 51), f(2, 52, 53), f(3, 54, 55)],
+                vec![vec![1, 2, 3]],
+            ),
+            (
+                "negative times",
+                vec![f(1, -5, -1), f(2, -9, -6)],
+                vec![vec![1, 2]],
+            ),
+        ];
+        for (name, files, want) in cases {
+            assert_eq!(pick(&files, 10, 5, 3), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_partition_that_has_ended_is_one_window() {
+        // Partitions of 100, windows of 10.
+        for (name, partition, now, want) in [
+            ("current partition", 3, 350, 10),
+            ("future partition", 5, 350, 10),
+            ("ended just now", 3, 400, 100),
+            ("long past", 0, 350, 100),
+            ("negative partition, ended", -1, 0, 100),
+        ] {
+            assert_eq!(region_window(partition, 100, 10, now), want, "{name}");
+        }
+    }
+}

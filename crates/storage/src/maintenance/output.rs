@@ -1,0 +1,97 @@
+//! Where flush and compaction write: data files put in the file store, ids from the
+//! manifest, the commit through the catalog.
+//!
+//! Invariant: a file is put (atomically, durably) before the manifest edit that names it;
+//! every path put is added to the caller's `written` list so that a failed commit can delete
+//! what it left.
+
+use std::sync::Arc;
+
+use tempora_model::FieldType;
+
+use crate::catalog::Catalog;
+use crate::error::Result;
+use crate::files::manifest::{FileMeta, RegionKey};
+use crate::files::sst::{SstWriteOptions, write_sst};
+use crate::files::store::FileStore;
+use crate::read::run::SortedRun;
+
+/// The catalog that allocates file ids and takes commits, the store files go to, and how data
+/// files are encoded.
+#[derive(Clone)]
+pub(crate) struct Output {
+    pub catalog: Arc<Catalog>,
+    pub store: FileStore,
+    pub sst: SstWriteOptions,
+}
+
+impl Output {
+    /// Encodes a run as a data file of region `key`, puts it (adding its path to `written`, so a
+    /// failed commit can delete it) and returns its manifest entry. Flush and compaction share it.
+    /// `purged_seq` is the newest tombstone already applied to the run.
+    pub fn put_data_file(
+        &self,
+        key: RegionKey,
+        run: &SortedRun,
+        tags: &[String],
+        fields: &[(String, FieldType)],
+        purged_seq: u64,
+        written: &mut Vec<String>,
+    ) -> Result<FileMeta> {
+        assert!(run.num_rows() > 0, "a data file holds at least one row");
+        let opts = &self.sst;
+        let (data, stats) = write_sst(run, tags, fields, opts)?;
+        let id = self.catalog.next_file_id();
+        let path = format!("{}/{id:016x}.parquet", key.dir());
+        self.store.put(&path, data)?;
+        written.push(path.clone());
+        let last_rows = if worth_last_rows(run.keys.len(), run.num_rows()) {
+            let (data, _) = write_sst(&run.last_per_key(), tags, fields, opts)?;
+            let last = format!("{}/{id:016x}.last", key.dir());
+            self.store.put(&last, data)?;
+            written.push(last.clone());
+            Some(last)
+        } else {
+            None
+        };
+        Ok(FileMeta {
+            last_rows,
+            id,
+            path,
+            rows: stats.rows,
+            size: stats.size,
+            min_time: stats.min_time,
+            max_time: stats.max_time,
+            max_seq: stats.max_seq,
+            min_seq: stats.min_seq,
+            purged_seq,
+        })
+    }
+}
+
+/// A data file's newest rows are written beside it when the file holds at least this many
+/// rows per series on average; below that the file itself is nearly as small to read.
+pub(crate) const LAST_ROWS_MIN_ROWS_PER_SERIES: usize = 4;
+
+/// Whether a file of `rows` rows over `series` series gets its newest rows written beside it.
+fn worth_last_rows(series: usize, rows: usize) -> bool {
+    series > 0 && rows >= series * LAST_ROWS_MIN_ROWS_PER_SERIES
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newest_rows_are_written_for_files_with_several_rows_per_series() {
+        for (name, series, rows, want) in [
+            ("no series", 0, 0, false),
+            ("one row each", 1000, 1000, false),
+            ("three rows each", 10, 30, false),
+            ("four rows each", 10, 40, true),
+            ("a day at 10 s", 1000, 8_640_000, true),
+        ] {
+            assert_eq!(worth_last_rows(series, rows), want, "{name}");
+        }
+    }
+}

@@ -1,0 +1,298 @@
+//! Planned scans: the read API's request, plan and output shape.
+//!
+//! [`plan`] takes a snapshot of each region that overlaps the time range (freezing its active
+//! buffer, as Mito does) and selects series through the inverted index before reading any
+//! data; [`ScanPlan`] then reads one region at a time ([`super::region_read`]): it prunes
+//! files and row groups by time and key, merges memtable parts and files, and removes
+//! duplicates, so a reader sees each (series, time) once with the newest value of each field.
+//!
+//! Output columns: the requested tags (by default every tag of the table; `Utf8`, null where
+//! a series lacks it), `time` (timestamp ns UTC), then the requested fields. Rows come sorted
+//! by series key then time within each region's batch. [`ScanPlan::read_as`] with
+//! [`TagForm::Dictionary`] gives the tags as dictionaries instead (one value per series, keys
+//! shared by every tag column), for callers that sort or copy rows before they expand the
+//! tags once.
+
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use roaring::RoaringBitmap;
+use tempora_index::Matcher;
+use tempora_model::{FieldType, TIME_COLUMN};
+
+use crate::catalog::{Region, Table};
+use crate::error::{Result, StorageError};
+use crate::read::Reader;
+use crate::read::field_bound::FieldBound;
+use crate::read::region_read::{RegionScan, scan_region, scan_region_bounded, to_output};
+use crate::read::run::{SortedRun, arrow_type};
+
+/// What to read.
+#[derive(Debug, Clone)]
+pub struct ScanRequest {
+    /// Inclusive start, exclusive end (ns).
+    pub time: Option<(i64, i64)>,
+    pub matcher: Matcher,
+    /// Fields to read; `None` reads all.
+    pub fields: Option<Vec<String>>,
+    /// Tag columns to output, in this order; `None` outputs all. (Series are selected by
+    /// `matcher` whatever this holds.)
+    pub tags: Option<Vec<String>>,
+    /// Numeric bounds rows are dropped by before their tags are decoded (a superset of what
+    /// the query keeps; see `crate::read::field_bound`).
+    pub field_bounds: Vec<FieldBound>,
+}
+
+impl Default for ScanRequest {
+    fn default() -> Self {
+        Self {
+            time: None,
+            matcher: Matcher::All,
+            fields: None,
+            tags: None,
+            field_bounds: Vec::new(),
+        }
+    }
+}
+
+/// What a planned scan keeps of the table: the pruning `EXPLAIN` reports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanStats {
+    pub regions_total: usize,
+    pub regions_kept: usize,
+    pub files_total: usize,
+    pub files_kept: usize,
+    /// Series summed over regions (a series present in two partitions counts twice).
+    pub series_total: usize,
+    pub series_kept: usize,
+}
+
+/// A scan whose regions are chosen and snapshotted but not yet read.
+pub struct ScanPlan {
+    reader: Reader,
+    tags: Vec<String>,
+    fields: Vec<(String, FieldType)>,
+    time: Option<(i64, i64)>,
+    field_bounds: Vec<FieldBound>,
+    regions: Vec<RegionScan>,
+    pub stats: ScanStats,
+}
+
+/// `regions=kept/total, files=kept/total, series=kept/total`, as `EXPLAIN` shows it.
+impl std::fmt::Display for ScanStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "regions={}/{}, files={}/{}, series={}/{}",
+            self.regions_kept,
+            self.regions_total,
+            self.files_kept,
+            self.files_total,
+            self.series_kept,
+            self.series_total
+        )
+    }
+}
+
+impl std::fmt::Debug for ScanPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScanPlan")
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+impl ScanPlan {
+    /// Regions left to read, in (partition, bucket) order.
+    pub fn regions(&self) -> usize {
+        self.regions.len()
+    }
+
+    /// Reads region `i`: tags, time, then the requested fields, sorted by series then time,
+    /// each (series, time) once. `None` when nothing in it matches.
+    pub fn read(&self, i: usize) -> Result<Option<RecordBatch>> {
+        self.read_as(i, TagForm::Strings)
+    }
+
+    /// [`ScanPlan::read`] with the tag columns in `form` ([`output_schema_as`]).
+    pub fn read_as(&self, i: usize, form: TagForm) -> Result<Option<RecordBatch>> {
+        let (run, bounded) = scan_region_bounded(
+            &self.reader,
+            &self.regions[i],
+            &self.fields,
+            self.time,
+            &self.field_bounds,
+        )?;
+        let run = if bounded {
+            run
+        } else {
+            super::field_bound::filter_run(run, &self.fields, &self.field_bounds)?
+        };
+        if run.num_rows() == 0 {
+            return Ok(None);
+        }
+        to_output(&run, &self.tags, &self.fields, form).map(Some)
+    }
+
+    /// Reads region `i` as a run (series keys, ranks, time, seq, then the requested fields),
+    /// without the tag columns: for callers that work per series. `None` when nothing in it
+    /// matches.
+    pub fn read_run(&self, i: usize) -> Result<Option<SortedRun>> {
+        let run = scan_region(&self.reader, &self.regions[i], &self.fields, self.time)?;
+        Ok((run.num_rows() > 0).then_some(run))
+    }
+}
+
+/// How a scan gives its tag columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TagForm {
+    /// `Utf8`, the value written out on every row.
+    Strings,
+    /// `Dictionary(UInt32, Utf8)`: one value per series of the region, the keys (the rows'
+    /// series ranks) shared by every tag column.
+    Dictionary,
+}
+
+impl TagForm {
+    /// The Arrow type of a tag column in this form.
+    pub fn data_type(self) -> DataType {
+        match self {
+            TagForm::Strings => DataType::Utf8,
+            TagForm::Dictionary => {
+                DataType::Dictionary(Box::new(DataType::UInt32), Box::new(DataType::Utf8))
+            }
+        }
+    }
+}
+
+/// Output schema of a scan.
+pub fn output_schema(tags: &[String], fields: &[(String, FieldType)]) -> SchemaRef {
+    output_schema_as(tags, fields, TagForm::Strings)
+}
+
+/// Output schema of a scan whose tags are in `form`.
+pub fn output_schema_as(
+    tags: &[String],
+    fields: &[(String, FieldType)],
+    form: TagForm,
+) -> SchemaRef {
+    let mut f: Vec<Field> = tags
+        .iter()
+        .map(|t| Field::new(t, form.data_type(), true))
+        .collect();
+    f.push(Field::new(
+        TIME_COLUMN,
+        DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+        false,
+    ));
+    f.extend(
+        fields
+            .iter()
+            .map(|(n, t)| Field::new(n, arrow_type(*t), true)),
+    );
+    Arc::new(Schema::new(f))
+}
+
+pub(crate) fn selected_fields(
+    table: &Table,
+    want: Option<&Vec<String>>,
+) -> Result<Vec<(usize, String, FieldType)>> {
+    let all: Vec<(usize, String, FieldType)> = table
+        .fields()
+        .into_iter()
+        .enumerate()
+        .map(|(i, (n, t))| (i, n, t))
+        .collect();
+    let Some(want) = want else { return Ok(all) };
+    want.iter()
+        .map(|w| {
+            all.iter().find(|(_, n, _)| n == w).cloned().ok_or_else(|| {
+                StorageError::Model(tempora_model::ModelError::InvalidName {
+                    name: w.clone(),
+                    reason: "no such field",
+                })
+            })
+        })
+        .collect()
+}
+
+/// Series of a region the matcher selects (`None` = all).
+pub(crate) fn select(region: &Arc<Region>, m: &Matcher) -> Result<Option<RoaringBitmap>> {
+    Ok(match m {
+        Matcher::All => None,
+        m => Some(region.index_read()?.select(m)),
+    })
+}
+
+/// Reads every region of a plan; one batch per region that has matching rows.
+pub(crate) fn read_all(plan: &ScanPlan) -> Result<Vec<RecordBatch>> {
+    let mut out = Vec::new();
+    for i in 0..plan.regions.len() {
+        if let Some(b) = plan.read(i)? {
+            out.push(b);
+        }
+    }
+    Ok(out)
+}
+
+/// Chooses what a scan of `table` reads: the regions overlapping the time range, each one's
+/// snapshot, and the series its index selects. Nothing is read yet.
+pub(crate) fn plan(reader: &Reader, table: &Table, req: &ScanRequest) -> Result<ScanPlan> {
+    let fields = selected_fields(table, req.fields.as_ref())?;
+    let fields: Vec<(String, FieldType)> = fields.into_iter().map(|(_, n, t)| (n, t)).collect();
+    let names = table.field_names();
+    let mut stats = ScanStats::default();
+    let mut regions = Vec::new();
+    for region in table.all_regions() {
+        stats.regions_total += 1;
+        let total_series = region.index_read()?.len();
+        stats.series_total += total_series;
+        if !reader.overlaps(&region, req.time) {
+            stats.files_total += region.files.read().len();
+            continue;
+        }
+        let ids = select(&region, &req.matcher)?;
+        let kept_series = ids.as_ref().map_or(total_series, |b| b.len() as usize);
+        if kept_series == 0 {
+            stats.files_total += region.files.read().len();
+            continue;
+        }
+        let mut snap = region.snapshot(&names);
+        stats.files_total += snap.files.len();
+        snap.files.retain(|f| {
+            req.time
+                .is_none_or(|(s, e)| f.meta.max_time >= s && f.meta.min_time < e)
+        });
+        stats.files_kept += snap.files.len();
+        stats.series_kept += kept_series;
+        stats.regions_kept += 1;
+        regions.push(RegionScan { region, ids, snap });
+    }
+    Ok(ScanPlan {
+        reader: reader.clone(),
+        tags: output_tags(table, req.tags.as_ref())?,
+        fields,
+        time: req.time,
+        field_bounds: req.field_bounds.clone(),
+        regions,
+        stats,
+    })
+}
+
+/// The tag columns a scan outputs: `want` (each checked), or every tag of the table.
+fn output_tags(table: &Table, want: Option<&Vec<String>>) -> Result<Vec<String>> {
+    let all_tags = table.tags();
+    let Some(want) = want else {
+        return Ok(all_tags);
+    };
+    if let Some(bad) = want.iter().find(|t| !all_tags.contains(t)) {
+        return Err(StorageError::Model(
+            tempora_model::ModelError::InvalidName {
+                name: bad.clone(),
+                reason: "no such tag",
+            },
+        ));
+    }
+    Ok(want.clone())
+}
