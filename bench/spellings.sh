@@ -29,6 +29,8 @@
 #   TEMPORA_PID    the server's pid, for the CPU accounting (default: the pid file of
 #                  $BENCH_TEMPORA_DIR, or $PEERS/tempora, when that process is alive)
 #   CHECK_SAME_ROWS=1  exit 1 unless every system and spelling returned the same rows per type
+#   WAIT_IDLE_SECS=N   before each system, wait up to N s for the machine to be idle (<= 8 % of
+#                  the CPU busy over 3 s), as bench/peers/setup.sh bench does
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 PYTHON=${PYTHON:-python3}
@@ -44,6 +46,23 @@ DUCKDB_FILE=${DUCKDB_FILE:-}
 SYSTEMS=${SYSTEMS:-tempora tempora-http${DUCKDB_FILE:+ duckdb}}
 
 log() { echo "[spellings] $*" >&2; }
+cpu_busy_pct() { # share of all cores busy over 3 s, from /proc/stat
+  local a b tot=0 idle i
+  a=($(head -1 /proc/stat)); sleep 3; b=($(head -1 /proc/stat))
+  for i in 1 2 3 4 5 6 7 8; do tot=$((tot + b[i] - a[i])); done
+  idle=$(( (b[4] - a[4]) + (b[5] - a[5]) ))
+  echo $(( tot > 0 ? 100 * (tot - idle) / tot : 0 ))
+}
+wait_idle() {
+  [ "${WAIT_IDLE_SECS:-0}" -gt 0 ] || return 0
+  local end=$((SECONDS + WAIT_IDLE_SECS)) b
+  while :; do
+    b=$(cpu_busy_pct)
+    [ "$b" -le 8 ] && { log "machine idle ($b% busy)"; return 0; }
+    [ $SECONDS -ge $end ] && { log "machine still $b% busy after ${WAIT_IDLE_SECS}s; running anyway"; return 0; }
+    log "machine $b% busy; waiting"; sleep 10
+  done
+}
 
 case " $SYSTEMS " in *" tempora "*|*" tempora-http "*)
   curl -sf -o /dev/null "http://127.0.0.1:$T_HTTP/health" \
@@ -65,6 +84,7 @@ for s in $SYSTEMS; do
     tempora|tempora-http) [ -n "${TEMPORA_PID:-}" ] && extra=(--server-pid "$TEMPORA_PID") ;;
     duckdb) extra=(--duckdb-path "$DUCKDB_FILE") ;;
   esac
+  wait_idle
   log "$s: spellings $SPELLINGS -> $RESULTS"
   # the JSON lines go to $RESULTS; the per-run table is printed once, below, for every system
   "$PYTHON" "$HERE/tsbs_queries.py" --system "$s" "${common[@]}" "${extra[@]}" "$@" > /dev/null
