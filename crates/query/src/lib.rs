@@ -38,6 +38,7 @@ pub mod latest_rows;
 pub mod limits;
 pub mod nodes;
 pub mod options;
+pub mod params;
 pub mod plan;
 pub mod pushdown;
 pub mod rules;

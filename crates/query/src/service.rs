@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::{DataType, Schema, SchemaRef};
-use datafusion::common::{ParamValues, ScalarValue};
+use datafusion::common::ScalarValue;
 use datafusion::execution::memory_pool::{FairSpillPool, MemoryPool};
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::execution::session_state::SessionStateBuilder;
@@ -114,7 +114,7 @@ impl Prepared {
     pub fn param_types(&self) -> Vec<Option<DataType>> {
         match &self.kind {
             PreparedKind::Query { plan, literals } => {
-                let types = plan.get_parameter_types().unwrap_or_default();
+                let types = crate::params::parameter_types(plan).unwrap_or_default();
                 let n = client_params(&types, literals.len());
                 (1..=n)
                     .map(|i| types.get(&format!("${i}")).cloned().flatten())
@@ -127,7 +127,7 @@ impl Prepared {
 }
 
 /// How many of a plan's placeholders are the client's (the rest are cached literals).
-fn client_params(types: &HashMap<String, Option<DataType>>, literals: usize) -> usize {
+pub(crate) fn client_params(types: &HashMap<String, Option<DataType>>, literals: usize) -> usize {
     types.len().saturating_sub(literals)
 }
 
@@ -358,7 +358,7 @@ impl QueryService {
         match &p.kind {
             PreparedKind::Query { plan, literals } => {
                 let state = self.state(db, opts)?;
-                let plan = bind(plan, params, literals)?;
+                let plan = crate::params::bind(plan, params, literals)?;
                 let dml = is_dml(&plan);
                 let stream = self.run_plan(&state, opts, &plan).await?;
                 if dml {
@@ -485,42 +485,6 @@ impl QueryService {
     }
 }
 
-/// `plan` with its placeholders bound: the client's `params`, then the cached `literals`,
-/// each cast to the type the plan gave its placeholder.
-pub fn bind(
-    plan: &LogicalPlan,
-    params: Vec<ScalarValue>,
-    literals: &[ScalarValue],
-) -> Result<LogicalPlan> {
-    if params.is_empty() && literals.is_empty() {
-        return Ok(plan.clone());
-    }
-    let types = plan.get_parameter_types()?;
-    let wanted = client_params(&types, literals.len());
-    if params.len() < wanted {
-        return Err(QueryError::Sql(format!(
-            "the statement has {wanted} parameters, {} were bound",
-            params.len()
-        )));
-    }
-    let values = params
-        .into_iter()
-        .take(wanted)
-        .chain(literals.iter().cloned())
-        .enumerate()
-        .map(|(i, v)| match types.get(&format!("${}", i + 1)) {
-            Some(Some(t)) if &v.data_type() != t && !v.is_null() => v.cast_to(t).map_err(|e| {
-                QueryError::Sql(format!("parameter ${}: {v} is not a {t}: {e}", i + 1))
-            }),
-            Some(Some(t)) if v.is_null() => Ok(ScalarValue::try_from(t)?),
-            _ => Ok(v),
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(plan
-        .clone()
-        .replace_params_with_values(&ParamValues::from(values))?)
-}
-
 /// The row count a DML plan returns.
 async fn dml_count(mut stream: SendableRecordBatchStream) -> Result<u64> {
     let mut n = 0;
@@ -576,5 +540,34 @@ pub fn count_output(n: u64) -> QueryOutput {
     QueryOutput {
         schema,
         batches: vec![batch],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_parameter_of_another_integer_type_binds_a_limit() {
+        let (io, _) = tempora_storage::EngineIo::memory();
+        let engine = Arc::new(
+            tempora_storage::Engine::open(tempora_storage::EngineOptions::default(), io).unwrap(),
+        );
+        let dbs = Arc::new(Databases::open(engine, None).unwrap());
+        dbs.create("db").unwrap();
+        let q = QueryService::new(dbs, QueryLimits::default()).unwrap();
+        let mut opts = QueryOptions::default();
+        let out = q
+            .run(
+                "db",
+                "SELECT * FROM generate_series(1, 5) LIMIT $1",
+                0,
+                &mut opts,
+                vec![ScalarValue::Int16(Some(2))],
+            )
+            .await
+            .unwrap();
+        let rows: usize = out.batches.iter().map(|b| b.num_rows()).sum();
+        assert_eq!(rows, 2);
     }
 }

@@ -55,8 +55,42 @@ impl TemporaTable {
         }
     }
 
-    fn is_tag(&self, name: &str) -> bool {
+    pub fn is_tag(&self, name: &str) -> bool {
         self.tags.iter().any(|t| t == name)
+    }
+
+    /// Whether `name` is a field (not a tag, not `time`).
+    pub fn is_field(&self, name: &str) -> bool {
+        name != tempora_model::TIME_COLUMN
+            && !self.is_tag(name)
+            && self.schema.field_with_name(name).is_ok()
+    }
+
+    /// A field's Arrow type.
+    pub fn field_type(&self, name: &str) -> Option<arrow::datatypes::DataType> {
+        self.is_field(name)
+            .then(|| self.schema.field_with_name(name).ok())
+            .flatten()
+            .map(|f| f.data_type().clone())
+    }
+
+    /// The engine's name (`db.table`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The table's name within its database.
+    pub fn short_name(&self) -> &str {
+        self.name.split_once('.').map_or(&self.name, |(_, t)| t)
+    }
+
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// The table's Arrow schema (tags, time, fields).
+    pub fn arrow_schema(&self) -> &SchemaRef {
+        &self.schema
     }
 }
 

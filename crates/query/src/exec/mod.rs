@@ -5,7 +5,11 @@
 //! |---|---|
 //! | [`scan::TemporaScanExec`] | a Tempora table's `scan` |
 //! | [`gap_fill::GapFillExec`] | [`crate::nodes::GapFill`] |
+//! | [`aggregate::AggregateExec`] | [`crate::nodes::TemporaAggregate`] (folds with [`fold`], filters with [`filter`]) |
 
+pub mod aggregate;
+pub mod filter;
+pub mod fold;
 pub mod gap_fill;
 pub mod planner;
 pub mod scan;

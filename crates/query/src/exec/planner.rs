@@ -13,9 +13,11 @@ use datafusion::logical_expr::{LogicalPlan, UserDefinedLogicalNode, UserDefinedL
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_planner::{DefaultPhysicalPlanner, ExtensionPlanner, PhysicalPlanner};
 
+use super::aggregate::{AggregateExec, AggregateSpec};
+use super::filter::{PhysicalFilter, unqualified};
 use super::gap_fill::{GapFillArgs, GapFillExec, PhysicalBound};
-use crate::nodes::GapFill;
 use crate::nodes::gap_fill::Bound;
+use crate::nodes::{GapFill, TemporaAggregate};
 
 #[derive(Debug, Default)]
 pub struct TemporaQueryPlanner;
@@ -48,6 +50,9 @@ impl ExtensionPlanner for TemporaPlanner {
         session: &dyn Session,
         ctx: &PhysicalPlanningContext,
     ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+        if let Some(a) = node.as_any().downcast_ref::<TemporaAggregate>() {
+            return aggregate(a, planner, session, ctx).map(Some);
+        }
         let Some(g) = node.as_any().downcast_ref::<GapFill>() else {
             return Ok(None);
         };
@@ -83,5 +88,50 @@ impl ExtensionPlanner for TemporaPlanner {
             lower: bound(&g.lower)?,
             upper: bound(&g.upper)?,
         }))))
+    }
+}
+
+/// The operator of a [`TemporaAggregate`].
+fn aggregate(
+    a: &TemporaAggregate,
+    planner: &dyn PhysicalPlanner,
+    session: &dyn Session,
+    ctx: &PhysicalPlanningContext,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    let plan = |e: &datafusion::logical_expr::Expr, schema: &DFSchema| {
+        planner.create_physical_expr(e, schema, session, ctx)
+    };
+    let filter = PhysicalFilter::new(&a.table, &a.filter, &plan)?;
+    let time_expr = match a.time_group() {
+        Some((e, _)) => {
+            let time = a
+                .table
+                .arrow_schema()
+                .field_with_name(tempora_model::TIME_COLUMN)?
+                .clone();
+            let schema = DFSchema::try_from(arrow::datatypes::Schema::new(vec![time]))?;
+            Some(plan(&unqualified(e), &schema)?)
+        }
+        None => None,
+    };
+    let display = format!("{}", ExplainOf(a));
+    Ok(Arc::new(AggregateExec::new(AggregateSpec {
+        table: a.table.clone(),
+        filter,
+        groups: a.groups.clone(),
+        time_expr,
+        aggs: a.aggs.clone(),
+        newest: a.newest,
+        schema: Arc::new(UserDefinedLogicalNodeCore::schema(a).as_arrow().clone()),
+        display,
+    })))
+}
+
+/// A node's `EXPLAIN` line, for its operator's.
+struct ExplainOf<'a, T: UserDefinedLogicalNodeCore>(&'a T);
+
+impl<T: UserDefinedLogicalNodeCore> std::fmt::Display for ExplainOf<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        self.0.fmt_for_explain(f)
     }
 }

@@ -5,7 +5,10 @@
 //! | node | made by | runs as |
 //! |---|---|---|
 //! | [`GapFill`] | `SAMPLE BY … FILL` ([`crate::plan::fill`]) | [`crate::exec::gap_fill::GapFillExec`] |
+//! | [`TemporaAggregate`] | [`crate::rules::aggregate`] | [`crate::exec::aggregate::AggregateExec`] |
 
+pub mod aggregate;
 pub mod gap_fill;
 
+pub use aggregate::TemporaAggregate;
 pub use gap_fill::GapFill;

@@ -4,8 +4,14 @@
 //! | rule | kind | what it does |
 //! |---|---|---|
 //! | [`latest::LatestValueRule`] | analyzer | newest-row shapes read the last-value cache |
+//! | [`aggregate::AggregateRule`] | optimizer | aggregates over a Tempora table become a [`crate::nodes::TemporaAggregate`] |
+//!
+//! [`chain`] and [`time_key`] are the plain functions these rules match with.
 
+pub mod aggregate;
+pub mod chain;
 pub mod latest;
+pub mod time_key;
 
 use std::sync::Arc;
 
@@ -14,4 +20,5 @@ use datafusion::prelude::SessionContext;
 /// Adds Tempora's rules to a session.
 pub fn register_all(ctx: &SessionContext) {
     ctx.add_analyzer_rule(Arc::new(latest::LatestValueRule));
+    ctx.add_optimizer_rule(Arc::new(aggregate::AggregateRule));
 }

@@ -1,0 +1,527 @@
+//! `AggregateExec`: the physical operator of [`TemporaAggregate`].
+//!
+//! It plans the engine's scan (time range, index matcher, the fields the aggregates and the
+//! row predicate read, the tags grouped by and those the series predicate reads), reads the
+//! regions one at a time as sorted runs and folds each into the groups ([`Fold`]), under the
+//! query's memory pool. When the scan selects many series over several regions, a second
+//! thread reads region i + 1 while region i is folded (same order, so the same sums).
+//!
+//! Reading window: `ORDER BY <bucket> DESC LIMIT n` over a range with an end needs only the
+//! newest buckets. The first read covers the last `n` whole buckets before the end; if they
+//! hold at least `n` groups the answer is among them (every bucket outside the window sorts
+//! after every bucket inside it, and the window's buckets are whole). Otherwise a window of
+//! `16 n` buckets, then the whole range, is read.
+//!
+//! The output is one batch in the `Aggregate`'s schema; the time column is the node's own
+//! expression evaluated on one time of each group, so its values and type are DataFusion's.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use arrow::array::{ArrayRef, RecordBatch, TimestampNanosecondArray};
+use arrow::compute::{cast, filter_record_batch};
+use arrow::datatypes::{DataType, SchemaRef};
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::TaskContext;
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
+    SendableRecordBatchStream,
+};
+use futures::StreamExt;
+use tempora_storage::read::{ScanRequest, SortedRun};
+
+use super::filter::PhysicalFilter;
+use super::fold::Fold;
+use crate::nodes::aggregate::{AggSpec, Group};
+use crate::rules::time_key::TimeKey;
+use crate::table::TemporaTable;
+
+/// Fewest series a scan reads for its regions to be read ahead on a thread of their own:
+/// below it, starting the thread and handing runs over costs more than the overlap saves.
+pub const READ_AHEAD_MIN_SERIES: usize = 256;
+
+/// What the operator computes (everything but its plan properties).
+#[derive(Debug, Clone)]
+pub struct AggregateSpec {
+    pub table: Arc<TemporaTable>,
+    pub filter: PhysicalFilter,
+    pub groups: Vec<Group>,
+    /// The time group's expression over `time`, made physical.
+    pub time_expr: Option<Arc<dyn PhysicalExpr>>,
+    pub aggs: Vec<AggSpec>,
+    pub newest: Option<usize>,
+    pub schema: SchemaRef,
+    /// Text for `EXPLAIN`.
+    pub display: String,
+}
+
+#[derive(Debug)]
+pub struct AggregateExec {
+    spec: Arc<AggregateSpec>,
+    props: Arc<PlanProperties>,
+}
+
+impl AggregateExec {
+    pub fn new(spec: AggregateSpec) -> Self {
+        let props = PlanProperties::new(
+            EquivalenceProperties::new(spec.schema.clone()),
+            Partitioning::UnknownPartitioning(1),
+            EmissionType::Final,
+            Boundedness::Bounded,
+        );
+        Self {
+            spec: Arc::new(spec),
+            props: Arc::new(props),
+        }
+    }
+}
+
+impl DisplayAs for AggregateExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "TemporaAggregateExec: {}", self.spec.display)
+    }
+}
+
+impl ExecutionPlan for AggregateExec {
+    fn name(&self) -> &str {
+        "TemporaAggregateExec"
+    }
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.props
+    }
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+    fn with_new_children(
+        self: Arc<Self>,
+        _children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        Ok(self)
+    }
+    fn execute(
+        &self,
+        partition: usize,
+        ctx: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        if partition != 0 {
+            return Err(DataFusionError::Internal(format!(
+                "TemporaAggregateExec has one partition, asked for {partition}"
+            )));
+        }
+        let spec = self.spec.clone();
+        let reservation = MemoryConsumer::new("TemporaAggregateExec").register(ctx.memory_pool());
+        let cancel = Arc::new(AtomicBool::new(false));
+        let stop = StopOnDrop(cancel.clone());
+        let fut = async move {
+            let _stop = stop;
+            tokio::task::spawn_blocking(move || run(&spec, reservation, &cancel))
+                .await
+                .map_err(|e| DataFusionError::External(Box::new(e)))?
+        };
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            self.spec.schema.clone(),
+            futures::stream::once(fut).boxed(),
+        )))
+    }
+}
+
+/// Sets the flag that stops the blocking read when the stream is dropped.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+fn stopped() -> DataFusionError {
+    DataFusionError::Execution("the query was stopped".into())
+}
+
+/// Reads and folds, on the calling (blocking) thread.
+fn run(
+    s: &AggregateSpec,
+    mut reservation: MemoryReservation,
+    cancel: &AtomicBool,
+) -> Result<RecordBatch> {
+    let key = s.groups.iter().find_map(|g| match g {
+        Group::Time { key, .. } => Some(key.clone()),
+        Group::Tag(_) => None,
+    });
+    let inputs = Inputs::new(s)?;
+    let grouped = !s.groups.is_empty();
+    let new_fold = || {
+        Fold::new(
+            key.clone(),
+            &s.aggs,
+            &inputs.agg_inputs,
+            &inputs.agg_types,
+            grouped,
+        )
+    };
+    let Some(range) = s.filter.time_range()? else {
+        return finish(s, &new_fold());
+    };
+    let all = windows(range, s.newest, key.as_ref());
+    for (i, &w) in all.iter().enumerate() {
+        let mut fold = new_fold();
+        read_window(s, &inputs, w, &mut fold, &mut reservation, cancel)?;
+        let last = i + 1 == all.len();
+        if last || s.newest.is_some_and(|n| fold.len() >= n) {
+            return finish(s, &fold);
+        }
+    }
+    unreachable!("the last window is always answered")
+}
+
+/// The columns the scan reads and where each aggregate finds its input.
+struct Inputs {
+    /// Fields read, in request order (the fold's input columns).
+    fields: Vec<String>,
+    agg_inputs: Vec<Option<usize>>,
+    agg_types: Vec<Option<DataType>>,
+    /// Tags grouped by, in group order, then those only the series predicate reads.
+    tags: Vec<String>,
+    group_tags: usize,
+    /// Positions of the row predicate's fields among `fields`.
+    row_fields: Vec<usize>,
+}
+
+impl Inputs {
+    fn new(s: &AggregateSpec) -> Result<Self> {
+        let mut fields: Vec<String> = Vec::new();
+        let at = |f: &str, fields: &mut Vec<String>| match fields.iter().position(|x| x == f) {
+            Some(i) => i,
+            None => {
+                fields.push(f.to_string());
+                fields.len() - 1
+            }
+        };
+        let agg_inputs: Vec<Option<usize>> = s
+            .aggs
+            .iter()
+            .map(|a| a.field.as_deref().map(|f| at(f, &mut fields)))
+            .collect();
+        let row_fields = s
+            .filter
+            .row_fields()
+            .iter()
+            .map(|f| at(f, &mut fields))
+            .collect();
+        let agg_types = s
+            .aggs
+            .iter()
+            .map(|a| a.field.as_deref().and_then(|f| s.table.field_type(f)))
+            .collect();
+        let mut tags: Vec<String> = s
+            .groups
+            .iter()
+            .filter_map(|g| match g {
+                Group::Tag(t) => Some(t.clone()),
+                Group::Time { .. } => None,
+            })
+            .collect();
+        let group_tags = tags.len();
+        for t in s.filter.series_tags() {
+            if !tags.contains(t) {
+                tags.push(t.clone());
+            }
+        }
+        Ok(Self {
+            fields,
+            agg_inputs,
+            agg_types,
+            tags,
+            group_tags,
+            row_fields,
+        })
+    }
+}
+
+/// Windows to read, narrowest first; the last is always the whole range.
+pub fn windows(range: (i64, i64), newest: Option<usize>, key: Option<&TimeKey>) -> Vec<(i64, i64)> {
+    let mut out = Vec::new();
+    let (start, end) = range;
+    if let (Some(limit), Some(TimeKey::Bin { width, origin })) = (newest, key)
+        && end != i64::MAX
+        && end > start
+        && limit > 0
+    {
+        let last = crate::functions::date_trunc::truncate(end - 1, (*width, *origin));
+        for buckets in [limit, limit.saturating_mul(16)] {
+            let buckets = i64::try_from(buckets).unwrap_or(i64::MAX);
+            let back = (buckets - 1).saturating_mul(*width);
+            let from = last.saturating_sub(back);
+            if from <= start {
+                break;
+            }
+            out.push((from, end));
+        }
+    }
+    out.push(range);
+    out
+}
+
+/// Whether a scan of `regions` regions holding `series` selected series reads ahead.
+fn read_ahead(regions: usize, series: usize) -> bool {
+    regions >= 2 && series >= READ_AHEAD_MIN_SERIES
+}
+
+fn read_window(
+    s: &AggregateSpec,
+    inputs: &Inputs,
+    (start, end): (i64, i64),
+    fold: &mut Fold,
+    reservation: &mut MemoryReservation,
+    cancel: &AtomicBool,
+) -> Result<()> {
+    let req = ScanRequest {
+        time: (start != i64::MIN || end != i64::MAX).then_some((start, end)),
+        matcher: s.filter.matcher.clone(),
+        fields: Some(inputs.fields.clone()),
+        tags: Some(inputs.tags.clone()),
+        field_bounds: Vec::new(),
+    };
+    let plan = s
+        .table
+        .engine()
+        .plan_scan(s.table.name(), &req)
+        .map_err(|e| DataFusionError::External(Box::new(e)))?;
+    let ext = |e: tempora_storage::StorageError| DataFusionError::External(Box::new(e));
+    if !read_ahead(plan.regions(), plan.stats.series_kept) {
+        for region in 0..plan.regions() {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(stopped());
+            }
+            if let Some(run) = plan.read_run(region).map_err(ext)? {
+                fold_run(s, inputs, fold, &run, reservation)?;
+            }
+        }
+        return Ok(());
+    }
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<SortedRun>>(0);
+        let ahead = reservation.new_empty();
+        let plan = &plan;
+        scope.spawn(move || {
+            for region in 0..plan.regions() {
+                if cancel.load(Ordering::Relaxed) {
+                    return;
+                }
+                let read = match plan.read_run(region) {
+                    Ok(None) => continue,
+                    Ok(Some(run)) => ahead
+                        .try_resize(run.batch.get_array_memory_size())
+                        .map(|()| run),
+                    Err(e) => Err(ext(e)),
+                };
+                let failed = read.is_err();
+                if tx.send(read).is_err() || failed {
+                    return;
+                }
+            }
+        });
+        for read in rx {
+            fold_run(s, inputs, fold, &read?, reservation)?;
+        }
+        if cancel.load(Ordering::Relaxed) {
+            return Err(stopped());
+        }
+        Ok(())
+    })
+}
+
+/// Folds one region's run.
+fn fold_run(
+    s: &AggregateSpec,
+    inputs: &Inputs,
+    fold: &mut Fold,
+    run: &SortedRun,
+    reservation: &mut MemoryReservation,
+) -> Result<()> {
+    reservation.try_resize(run.batch.get_array_memory_size() + fold.bytes())?;
+    let keep = s.filter.series_mask(run)?;
+    let tags = run
+        .tag_values(&inputs.tags[..inputs.group_tags])
+        .map_err(|e| DataFusionError::External(Box::new(e)))?;
+    let tuple_of_rank: Vec<Option<u32>> = (0..run.keys.len())
+        .map(|r| {
+            if keep.as_ref().is_some_and(|k| !k[r]) {
+                return None;
+            }
+            let values = tags
+                .iter()
+                .map(|t| arrow::array::Array::is_valid(t, r).then(|| t.value(r).to_string()))
+                .collect();
+            Some(fold.tuple_id(values))
+        })
+        .collect();
+    let fields = run
+        .batch
+        .project(&(3..run.batch.num_columns()).collect::<Vec<_>>())?;
+    let batch = if inputs.row_fields.is_empty() {
+        run.batch.clone()
+    } else {
+        let only = fields.project(&inputs.row_fields)?;
+        match s.filter.row_mask(&only)? {
+            Some(mask) => filter_record_batch(&run.batch, &mask)?,
+            None => run.batch.clone(),
+        }
+    };
+    let ranks = batch
+        .column(0)
+        .as_any()
+        .downcast_ref::<arrow::array::UInt32Array>();
+    let times = batch
+        .column(1)
+        .as_any()
+        .downcast_ref::<arrow::array::Int64Array>();
+    let (Some(ranks), Some(times)) = (ranks, times) else {
+        return Err(DataFusionError::Internal(
+            "a run's first columns are rank and time".into(),
+        ));
+    };
+    let columns: Vec<ArrayRef> = batch.columns()[3..].to_vec();
+    fold.add(
+        ranks.values(),
+        times.values(),
+        &tuple_of_rank,
+        &columns,
+        &inputs.agg_types,
+    )
+    .map_err(|o| DataFusionError::Execution(o.0.to_string()))?;
+    reservation.try_resize(fold.bytes())?;
+    Ok(())
+}
+
+/// The result batch: group columns, then aggregates, in the schema's types.
+fn finish(s: &AggregateSpec, fold: &Fold) -> Result<RecordBatch> {
+    let mut cols: Vec<ArrayRef> = Vec::with_capacity(s.schema.fields().len());
+    let mut tag = 0;
+    for (i, g) in s.groups.iter().enumerate() {
+        let ty = s.schema.field(i).data_type();
+        let col = match g {
+            Group::Tag(_) => {
+                tag += 1;
+                fold.tag_column(tag - 1)
+            }
+            Group::Time { .. } => {
+                let expr = s
+                    .time_expr
+                    .as_ref()
+                    .ok_or_else(|| DataFusionError::Internal("no time expression".into()))?;
+                let times = TimestampNanosecondArray::from(fold.group_times().to_vec())
+                    .with_timezone("UTC");
+                let batch = RecordBatch::try_new(
+                    Arc::new(arrow::datatypes::Schema::new(vec![
+                        arrow::datatypes::Field::new(
+                            tempora_model::TIME_COLUMN,
+                            arrow::array::Array::data_type(&times).clone(),
+                            false,
+                        ),
+                    ])),
+                    vec![Arc::new(times)],
+                )?;
+                expr.evaluate(&batch)?.into_array(batch.num_rows())?
+            }
+        };
+        cols.push(if col.data_type() == ty {
+            col
+        } else {
+            cast(&col, ty)?
+        });
+    }
+    let n = s.groups.len();
+    for i in 0..s.aggs.len() {
+        cols.push(fold.agg_column(i, s.schema.field(n + i).data_type()));
+    }
+    Ok(RecordBatch::try_new(s.schema.clone(), cols)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: i64 = 60_000_000_000;
+
+    #[test]
+    fn reads_ahead_only_for_several_regions_and_many_series() {
+        for (name, regions, series, want) in [
+            ("one region", 1, 100_000, false),
+            ("a few hosts over four regions", 4, 8, false),
+            ("just below", 4, READ_AHEAD_MIN_SERIES - 1, false),
+            ("at the threshold", 2, READ_AHEAD_MIN_SERIES, true),
+        ] {
+            assert_eq!(read_ahead(regions, series), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn windows_named_cases() {
+        let end = 100 * MIN + 30_000_000_000;
+        let bin = TimeKey::Bin {
+            width: MIN,
+            origin: 0,
+        };
+        let by_row = TimeKey::Scalar(Arc::new(crate::rules::time_key::Scalar::Time));
+        type Case = (
+            &'static str,
+            (i64, i64),
+            Option<usize>,
+            Option<TimeKey>,
+            Vec<(i64, i64)>,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "newest first: n buckets, 16 n buckets, then all",
+                (i64::MIN, end),
+                Some(5),
+                Some(bin.clone()),
+                vec![(96 * MIN, end), (21 * MIN, end), (i64::MIN, end)],
+            ),
+            (
+                "a start inside the first window: one read",
+                (98 * MIN, end),
+                Some(5),
+                Some(bin.clone()),
+                vec![(98 * MIN, end)],
+            ),
+            (
+                "a start inside the second window: two reads",
+                (90 * MIN, end),
+                Some(5),
+                Some(bin.clone()),
+                vec![(96 * MIN, end), (90 * MIN, end)],
+            ),
+            (
+                "no hint",
+                (i64::MIN, end),
+                None,
+                Some(bin.clone()),
+                vec![(i64::MIN, end)],
+            ),
+            (
+                "no end",
+                (i64::MIN, i64::MAX),
+                Some(5),
+                Some(bin),
+                vec![(i64::MIN, i64::MAX)],
+            ),
+            ("not bins", (0, end), Some(5), Some(by_row), vec![(0, end)]),
+        ];
+        for (name, range, newest, key, want) in cases {
+            assert_eq!(windows(range, newest, key.as_ref()), want, "{name}");
+        }
+    }
+}
