@@ -164,3 +164,34 @@ fn fold_bound_casts(plan: LogicalPlan) -> datafusion::error::Result<LogicalPlan>
     })
     .map(|t| t.data)
 }
+
+/// Whether the cached `literals` (after the client's parameters) bind to `plan`'s
+/// placeholders without changing value: a text cast to its column's type (as DataFusion casts
+/// a literal compared with a column), a number cast to a type it survives the round trip to.
+/// A literal that would not (an integer column compared with 2.5, where DataFusion casts the
+/// column instead) is an error: the statement is then planned as written.
+pub fn check_literals(plan: &LogicalPlan, literals: &[ScalarValue]) -> Result<()> {
+    let types = parameter_types(plan)?;
+    let first = client_params(&types, literals.len());
+    for (i, v) in literals.iter().enumerate() {
+        let id = format!("${}", first + i + 1);
+        let Some(Some(t)) = types.get(&id) else {
+            continue;
+        };
+        if &v.data_type() == t {
+            continue;
+        }
+        let cast = v.cast_to(t).ok().filter(|c| !c.is_null());
+        let same = match (v, cast) {
+            (_, None) => false,
+            (ScalarValue::Utf8(_), Some(_)) => true,
+            (v, Some(c)) => c.cast_to(&v.data_type()).is_ok_and(|back| &back == v),
+        };
+        if !same {
+            return Err(QueryError::Sql(format!(
+                "literal {v} does not keep its value as the {t} of {id}"
+            )));
+        }
+    }
+    Ok(())
+}

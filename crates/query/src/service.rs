@@ -293,6 +293,16 @@ impl QueryService {
         self.pool.reserved()
     }
 
+    /// The plan cache's counters.
+    pub fn cache_stats(&self) -> &crate::cache::CacheStats {
+        &self.cache.stats
+    }
+
+    /// Plans in the plan cache now.
+    pub fn cache_len(&self) -> usize {
+        self.cache.len()
+    }
+
     /// Forgets the sessions of a dropped database.
     pub fn forget(&self, db: &str) {
         self.contexts.write().remove(db);

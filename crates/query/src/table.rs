@@ -31,6 +31,8 @@ pub struct TemporaTable {
     latest: bool,
     /// With `latest`: keep only the newest cached row per value of these tag columns.
     newest_per: Option<Vec<String>>,
+    /// The engine's schema this table was made from (the plan cache checks it is current).
+    snapshot: Arc<TableSchema>,
 }
 
 impl std::fmt::Debug for TemporaTable {
@@ -42,7 +44,7 @@ impl std::fmt::Debug for TemporaTable {
 }
 
 impl TemporaTable {
-    pub fn new(engine: Arc<Engine>, name: String, schema: &TableSchema) -> Self {
+    pub fn new(engine: Arc<Engine>, name: String, schema: &Arc<TableSchema>) -> Self {
         let tags: Vec<String> = schema.tags().map(str::to_string).collect();
         let fields: Vec<_> = schema.fields().map(|(n, t)| (n.to_string(), t)).collect();
         Self {
@@ -52,7 +54,13 @@ impl TemporaTable {
             tags,
             latest: false,
             newest_per: None,
+            snapshot: schema.clone(),
         }
+    }
+
+    /// The engine's schema this table was made from.
+    pub fn snapshot(&self) -> &Arc<TableSchema> {
+        &self.snapshot
     }
 
     pub fn is_tag(&self, name: &str) -> bool {

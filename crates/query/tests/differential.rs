@@ -1,6 +1,6 @@
-//! Differential test: queries generated from a grammar, each run with Tempora's operators on
-//! (`tempora.operators`, the default) and off (DataFusion's plain plan of the same statement),
-//! must give the same column names and types and the same rows in the same order (floats to
+//! Differential test: queries generated from a grammar, each run with Tempora's operators and
+//! plan cache (the defaults) and with neither (DataFusion's plain plan of the same statement,
+//! planned afresh), must give the same column names and types and the same rows in the same order (floats to
 //! 1e-9 relative, since sums add in another order).
 //!
 //! The grammar covers time ranges (`>=`, `>`, `<`, `<=`, `BETWEEN`), tag predicates (`=`, `IN`,
@@ -288,7 +288,18 @@ fn same(a: &(String, Option<f64>), b: &(String, Option<f64>)) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn operators_give_the_plain_plans_rows() {
-    let (engine, q) = common::service().await;
+    let (engine, dbs) = common::engine();
+    let q = QueryService::new(dbs.clone(), tempora_query::QueryLimits::default()).unwrap();
+    // The reference: DataFusion's plain plans, planned afresh each time.
+    let plain = QueryService::new(
+        dbs,
+        tempora_query::QueryLimits {
+            operators: false,
+            plan_cache_entries: 0,
+            ..tempora_query::QueryLimits::default()
+        },
+    )
+    .unwrap();
     load(&engine, &q).await;
     let seed: u64 = std::env::var("DIFF_SEED")
         .ok()
@@ -302,16 +313,9 @@ async fn operators_give_the_plain_plans_rows() {
     let (mut on_ops, mut errors) = (0, 0);
     for n in 0..cases {
         let c = case(&mut rng);
-        let run = |operators: bool| {
-            let mut opts = QueryOptions {
-                operators: Some(operators),
-                ..QueryOptions::default()
-            };
-            let (sql, params) = (c.sql.clone(), c.params.clone());
-            let q = &q;
-            async move { q.run("db", &sql, 0, &mut opts, params).await }
-        };
-        let (on, off) = (run(true).await, run(false).await);
+        let (mut o1, mut o2) = (QueryOptions::default(), QueryOptions::default());
+        let on = q.run("db", &c.sql, 0, &mut o1, c.params.clone()).await;
+        let off = plain.run("db", &c.sql, 0, &mut o2, c.params.clone()).await;
         let ctx = || format!("case {n}: {}  params {:?}", c.sql, c.params);
         match (on, off) {
             (Ok(a), Ok(b)) => {

@@ -21,6 +21,7 @@
 
 pub mod ddl;
 pub mod latest_on;
+pub mod normalize;
 pub mod sample_by;
 pub mod set;
 pub mod show;
