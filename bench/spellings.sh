@@ -13,9 +13,11 @@
 #
 # Spellings (bench/tsbs_queries.py's SPELLINGS): date_trunc, date_bin, date_bin_origin,
 # time_bucket, sample_by, grafana_epoch, timescale_epoch, group_by_position, cte, subquery.
-# lastpoint and high-cpu-* are one text in every spelling and are recorded in each anyway. For
-# each query type the spellings run one after another (warm-up, then the timed runs), so that
-# they are compared on one machine state. DuckDB takes six of them (no date_bin, SAMPLE BY, and
+# lastpoint and high-cpu-* are one text in every spelling and are recorded in each anyway: their
+# spread is the noise floor of the run. For each query type, one untimed pass over its parameter
+# sets warms the caches, then the spellings run one after another (warm-up, then the timed
+# runs), so that they are compared on one machine state. `--spelling-stat median` on
+# `tsbs_queries.py --table-from RESULTS` compares medians instead of means. DuckDB takes six of them (no date_bin, SAMPLE BY, and
 # its `/` on integers divides as floats, so timescale_epoch is left out).
 #
 # Arguments are passed to bench/tsbs_queries.py (--runs, --warmup, --query-type, --seed, ...).

@@ -485,6 +485,21 @@ class SpellingRecordsTest(unittest.TestCase):
         self.assertIn("2 of 6 (type, spelling) pairs above 1.2x", text)
         self.assertIn("ERROR tempora lastpoint sample_by: Boom", text)
 
+    def test_table_from_compares_the_stat_asked_for(self):
+        import tempfile
+        from contextlib import redirect_stdout
+        recs = [query_rec("tempora", "cpu-max-all-1", 2.0, "date_trunc"),
+                {**query_rec("tempora", "cpu-max-all-1", 2.0, "cte"), "median_ms": 3.0}]
+        with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in recs))
+            f.flush()
+            for stat, want in (("mean", r"2 \(1\.00\)"), ("median", r"3 \(1\.50!\)")):
+                out = io.StringIO()
+                with redirect_stdout(out):
+                    self.assertEqual(tq.main(["--table-from", f.name, "--spelling-stat", stat]), 0)
+                self.assertRegex(out.getvalue(), rf"tempora: {stat} ms per spelling")
+                self.assertRegex(out.getvalue(), rf"cpu-max-all-1 +\| [^|]+\| {want}")
+
     def test_different_rows_across_spellings(self):
         recs = [query_rec("tempora", "cpu-max-all-1", 1.0, "date_trunc"),
                 query_rec("tempora", "cpu-max-all-1", 1.0, "grafana_epoch"),

@@ -55,7 +55,8 @@ and subquery (the aggregate inside WITH / FROM (...), ORDER BY and LIMIT outside
 high-cpu-* are the same text in every spelling. Each JSON line says its "spelling" ("native" for
 the systems with their own dialect). Rows are digested after normalise_rows, which makes an
 epoch-seconds bucket a timestamp, so every spelling's rows can be compared. `--spelling all`
-runs every spelling a system takes, one after another for each type; `--table-from` then prints,
+runs every spelling a system takes, one after another for each type (after one untimed pass over
+the type's parameter sets, so that every spelling runs on warm caches); `--table-from` then prints,
 per system and type, each spelling's latency and its ratio to the fastest (bench/spellings.sh).
 
     bench/peers/setup.sh load tempora
@@ -992,12 +993,22 @@ def percentile(sorted_vals: list[float], q: float) -> float:
     return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (k - lo)
 
 
-def run_query_type(client: Client, args, qt: str) -> dict:
+def prime(client: Client, args, qt: str):
+    """Every parameter set of the type run once, untimed: with several spellings, so that the
+    first spelling timed does not pay alone for the first reads of windows the others then find
+    in the caches."""
+    params, _ = generate_params(qt, max(args.runs, args.warmup, 1), args.seed, args.scale,
+                                args.start_ns, args.end_ns)
+    for p in params:
+        client.run(qt, p)
+
+
+def run_query_type(client: Client, args, qt: str, primed: bool = False) -> dict:
     params, rng_kind = generate_params(qt, max(args.runs, args.warmup, 1), args.seed, args.scale,
                                        args.start_ns, args.end_ns)
     rec = {"system": args.system, "query_type": qt, "runs": args.runs, "warmup": args.warmup,
            "seed": args.seed, "scale": args.scale, "rng": rng_kind, "dialect": client.dialect,
-           "spelling": client.spelling,
+           "spelling": client.spelling, "primed": primed,
            "note": SYSTEM_NOTES[args.system], "first_query": client.text(qt, params[0]),
            "first_params": params[0].to_json(), "when": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     rec["loadavg_1m_before"] = round(os.getloadavg()[0], 2)
@@ -1089,7 +1100,7 @@ def different_rows(picked: dict) -> list[str]:
     return problems
 
 
-def print_table(records: list[dict], out=sys.stdout, pick: str = "last"):
+def print_table(records: list[dict], out=sys.stdout, pick: str = "last", spelling_stat: str = "mean_ms"):
     systems = []
     for r in records:
         if r["system"] not in systems:
@@ -1143,7 +1154,7 @@ def print_table(records: list[dict], out=sys.stdout, pick: str = "last"):
     errs = [r for r in latest.values() if "error" in r]
     for r in errs:
         print(f"\nERROR {r['system']} {r['query_type']}: {r['error']}", file=out)
-    print_spelling_tables(records, out, pick)
+    print_spelling_tables(records, out, pick, spelling_stat)
 
 
 SPELLING_LIMIT = 1.2  # issue 21: every spelling within 1.2x of the fastest, per TSBS type
@@ -1274,6 +1285,8 @@ def main(argv=None):
                          "as other processes' CPU")
     ap.add_argument("--json-out", help="append the JSON lines to this file too")
     ap.add_argument("--table-from", help="print the side-by-side table of a JSON-lines file and exit")
+    ap.add_argument("--spelling-stat", choices=["mean", "median", "min", "p99"], default="mean",
+                    help="with --table-from: the figure the spelling tables compare (default mean)")
     ap.add_argument("--pick", choices=["last", "quietest"], default="last",
                     help="with --table-from, several records of one (system, query type): the last, "
                          "or the one taken while other processes used the least CPU")
@@ -1290,7 +1303,7 @@ def main(argv=None):
         # Only query lines (no "kind", or "query"): bench/peers/setup.sh also writes machine,
         # ingest, storage and memory lines into the same file (bench/report.py's schema).
         records = [r for r in records if r.get("kind", "query") == "query"]
-        print_table(records, pick=args.pick)
+        print_table(records, pick=args.pick, spelling_stat=f"{args.spelling_stat}_ms")
         if args.check_same_rows:
             problems = different_rows(pick_records(records, args.pick, by_spelling=True))
             for p in problems:
@@ -1335,11 +1348,20 @@ def main(argv=None):
     records = []
     try:
         for qt in qts:
-            # every spelling of one type back to back, so that they are measured on one machine state
+            # Every spelling of one type back to back, so that they are measured on one machine
+            # state, after a pass over every parameter set (prime) so that all of them run on
+            # warm caches; then each its own warm-up and timed runs.
+            primed = len(spellings) > 1
+            if primed:
+                client.spelling = spellings[0]
+                try:
+                    prime(client, args, qt)
+                except Exception as e:  # noqa: BLE001  the spellings' own runs record the error
+                    print(f"prime {qt}: {type(e).__name__}: {e}", file=sys.stderr)
             for sp in spellings:
                 if sp != NATIVE_SPELLING:
                     client.spelling = sp
-                rec = run_query_type(client, args, qt)
+                rec = run_query_type(client, args, qt, primed)
                 records.append(rec)
                 line = json.dumps(rec)
                 print(line, flush=True)
