@@ -65,7 +65,7 @@ async fn import_inner(
         .get("db")
         .cloned()
         .unwrap_or_else(|| s.config.default_database.clone());
-    inner.query.dbs.create(&db)?;
+    crate::state::ensure_database(&inner.engine, &db).await?;
     let body = read_body(&headers, body, s.config.max_body_bytes).await?;
     s.metrics.ingest_bytes.inc_by(body.len() as u64);
     let converted = tokio::task::spawn_blocking(move || convert(&body, &spec, precision.nanos()))

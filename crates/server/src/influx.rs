@@ -75,7 +75,7 @@ async fn write_inner(
     let inner = s.ready()?;
     let db = db.unwrap_or_else(|| s.config.default_database.clone());
     let precision = parse_precision(precision.as_deref())?;
-    inner.query.dbs.create(&db)?;
+    crate::state::ensure_database(&inner.engine, &db).await?;
     let body = read_body(&headers, body, s.config.max_body_bytes).await?;
     if body.is_empty() {
         // As InfluxDB 2 does: an empty write is almost always a client bug.
