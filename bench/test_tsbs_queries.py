@@ -512,6 +512,19 @@ class SpellingRecordsTest(unittest.TestCase):
         self.assertIn("DIFFER", tq.spelling_rows_agree({r["spelling"]: r for r in recs[:1] + recs[3:]}))
 
 
+class HttpClientTest(unittest.TestCase):
+    def test_a_refused_request_does_not_poison_the_next(self):
+        import socket
+        with socket.socket() as sock:  # a port nothing listens on
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        client = tq.TemporaHttpClient("127.0.0.1", port, "benchmark", "date_trunc")
+        p = tq.generate_params("cpu-max-all-1", 1, 123, 100, START_NS, END_NS)[0][0]
+        for _ in range(2):  # the second used to fail with CannotSendRequest
+            with self.assertRaises(ConnectionRefusedError):
+                client.run("cpu-max-all-1", p)
+
+
 class StandardSqlRowsTest(unittest.TestCase):
     """The standard text, run by DuckDB, returns the reference's rows for every type."""
 

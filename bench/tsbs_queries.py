@@ -730,6 +730,19 @@ def digest_rows(rows) -> str:
 
 # ------------------------------------------------------------------ clients
 
+def http_get(conn: http.client.HTTPConnection, path: str):
+    """GET on a kept-alive connection: (body, response). A failed request closes the
+    connection, so that the next one opens a new one instead of failing with CannotSendRequest
+    (one refused connection used to fail every later query type)."""
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        return resp.read(), resp
+    except (http.client.HTTPException, OSError):
+        conn.close()
+        raise
+
+
 class Client:
     dialect = "standard"
     spelling = NATIVE_SPELLING
@@ -776,9 +789,7 @@ class TemporaHttpClient(Client):
 
     def run(self, qt, p):
         qs = urllib.parse.urlencode({"db": self.db, "q": self.text(qt, p), "format": "json"})
-        self.conn.request("GET", "/api/v1/sql?" + qs)
-        resp = self.conn.getresponse()
-        body = resp.read()
+        body, resp = http_get(self.conn, "/api/v1/sql?" + qs)
         if resp.status != 200:
             raise RuntimeError(f"HTTP {resp.status}: {body.decode(errors='replace')[:2000]}")
         return [[_http_ts(v) for v in r] for r in json.loads(body)["rows"]]
@@ -836,9 +847,7 @@ class VictoriaMetricsClient(Client):
 
     def run(self, qt, p):
         q = victoriametrics_query(qt, p)
-        self.conn.request("GET", q["path"] + "?" + urllib.parse.urlencode(q["params"]))
-        resp = self.conn.getresponse()
-        body = resp.read()
+        body, resp = http_get(self.conn, q["path"] + "?" + urllib.parse.urlencode(q["params"]))
         if resp.status != 200:
             raise RuntimeError(f"HTTP {resp.status}: {body.decode(errors='replace')[:2000]}")
         data = json.loads(body)["data"]
@@ -881,9 +890,7 @@ class InfluxClient(Client):
 
     def run(self, qt, p):
         qs = urllib.parse.urlencode({"db": self.db, "epoch": "ns", "q": self.text(qt, p)})
-        self.conn.request("GET", "/query?" + qs)
-        resp = self.conn.getresponse()
-        body = resp.read()
+        body, resp = http_get(self.conn, "/query?" + qs)
         if resp.status != 200:
             raise RuntimeError(f"HTTP {resp.status}: {body.decode(errors='replace')[:2000]}")
         res = json.loads(body)["results"][0]
