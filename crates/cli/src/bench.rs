@@ -17,6 +17,22 @@ pub enum BenchCmd {
     Gen(GenArgs),
     /// Loads line protocol over HTTP with concurrent workers; prints rows/s.
     Load(LoadArgs),
+    /// Times each stage of one query (parse, prepare, bind, physical plan, execute) over a
+    /// data directory written by the server (stop the server first: the engine locks it).
+    PlanTime(PlanTimeArgs),
+}
+
+#[derive(clap::Args)]
+pub struct PlanTimeArgs {
+    /// The engine's directory (the server's data directory + `/db`).
+    #[arg(long)]
+    data_dir: PathBuf,
+    #[arg(long, default_value = "benchmark")]
+    db: String,
+    /// The statement.
+    sql: String,
+    #[arg(long, default_value_t = 200)]
+    runs: u32,
 }
 
 #[derive(clap::Args)]
@@ -80,7 +96,27 @@ pub fn run(cmd: BenchCmd) -> Res<()> {
     match cmd {
         BenchCmd::Gen(a) => gen_cmd(a),
         BenchCmd::Load(a) => load_cmd(a),
+        BenchCmd::PlanTime(a) => plan_time_cmd(a),
     }
+}
+
+fn plan_time_cmd(a: PlanTimeArgs) -> Res<()> {
+    use std::sync::Arc;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let engine = Arc::new(tempora_storage::Engine::open(
+            tempora_storage::EngineOptions::default(),
+            tempora_storage::EngineIo::local(&a.data_dir)?,
+        )?);
+        let dbs = Arc::new(tempora_query::catalog::Databases::open(engine, None)?);
+        let q = tempora_query::QueryService::new(dbs, tempora_query::QueryLimits::default())?;
+        let s = tempora_query::stages::measure(&q, &a.db, &a.sql, a.runs).await?;
+        println!("{s}");
+        Ok(())
+    })
 }
 
 fn gen_cmd(a: GenArgs) -> Res<()> {

@@ -44,6 +44,7 @@ pub mod pushdown;
 pub mod rules;
 pub mod service;
 pub mod sql;
+pub mod stages;
 pub mod table;
 
 pub use error::{QueryError, Result};

@@ -20,7 +20,14 @@ use crate::service::client_params;
 
 /// Every placeholder of `plan` (`$1` …) with its type, where DataFusion inferred one.
 pub fn parameter_types(plan: &LogicalPlan) -> Result<HashMap<String, Option<DataType>>> {
+    Ok(parameters(plan)?.0)
+}
+
+/// [`parameter_types`], and whether any placeholder is outside Tempora's nodes (where
+/// DataFusion's own binding must replace it).
+fn parameters(plan: &LogicalPlan) -> Result<(HashMap<String, Option<DataType>>, bool)> {
     let mut types = plan.get_parameter_types()?;
+    let outside = !types.is_empty();
     plan.apply_with_subqueries(|node| {
         if let Some(a) = aggregate(node) {
             for e in a.inner_exprs() {
@@ -38,7 +45,7 @@ pub fn parameter_types(plan: &LogicalPlan) -> Result<HashMap<String, Option<Data
         }
         Ok(TreeNodeRecursion::Continue)
     })?;
-    Ok(types)
+    Ok((types, outside))
 }
 
 fn aggregate(node: &LogicalPlan) -> Option<&TemporaAggregate> {
@@ -93,7 +100,7 @@ pub fn bind(
     if params.is_empty() && literals.is_empty() {
         return Ok(plan.clone());
     }
-    let types = parameter_types(plan)?;
+    let (types, outside) = parameters(plan)?;
     let wanted = client_params(&types, literals.len());
     if params.len() < wanted {
         return Err(QueryError::Sql(format!(
@@ -114,6 +121,10 @@ pub fn bind(
             _ => Ok(v),
         })
         .collect::<Result<Vec<_>>>()?;
+    if !outside {
+        // Every placeholder is in Tempora's nodes.
+        return bind_inner(plan.clone(), &values);
+    }
     let bound = plan
         .clone()
         .replace_params_with_values(&ParamValues::from(values.clone()))?;

@@ -18,6 +18,37 @@ use datafusion::logical_expr::expr::Like;
 use datafusion::logical_expr::{BinaryExpr, Expr, Operator};
 use tempora_storage::{BoundOp, FieldBound, Matcher, ScanRequest};
 
+/// `e` with each typed parameter replaced by a value of its type (for deciding what a filter
+/// will push once its parameters are bound; the values themselves mean nothing).
+pub fn with_sample_values(e: &Expr) -> std::borrow::Cow<'_, Expr> {
+    use datafusion::common::tree_node::{Transformed, TreeNode};
+    use datafusion::logical_expr::expr::Placeholder;
+    if !e
+        .exists(|x| Ok(matches!(x, Expr::Placeholder(_))))
+        .unwrap_or(false)
+    {
+        return std::borrow::Cow::Borrowed(e);
+    }
+    let out = e
+        .clone()
+        .transform_up(|x| match &x {
+            Expr::Placeholder(Placeholder { field: Some(f), .. }) => {
+                let v = match f.data_type() {
+                    arrow::datatypes::DataType::Utf8 => ScalarValue::Utf8(Some(String::new())),
+                    arrow::datatypes::DataType::Timestamp(_, tz) => {
+                        ScalarValue::TimestampNanosecond(Some(0), tz.clone())
+                    }
+                    t => ScalarValue::new_zero(t).unwrap_or(ScalarValue::Null),
+                };
+                Ok(Transformed::yes(Expr::Literal(v, None)))
+            }
+            _ => Ok(Transformed::no(x)),
+        })
+        .map(|t| t.data)
+        .unwrap_or_else(|_| e.clone());
+    std::borrow::Cow::Owned(out)
+}
+
 /// What one filter tells the scan.
 #[derive(Debug)]
 pub enum Pushed {

@@ -24,6 +24,7 @@ use arrow::datatypes::{DataType, Schema, SchemaRef};
 use datafusion::common::ScalarValue;
 use datafusion::execution::memory_pool::{FairSpillPool, MemoryPool};
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
+
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::execution::{SendableRecordBatchStream, SessionState, TaskContext};
 use datafusion::logical_expr::LogicalPlan;
@@ -330,7 +331,7 @@ impl QueryService {
     }
 
     /// Plans `stmt` without the cache: the plan and the literals it was given for.
-    pub(crate) async fn plan_statement(
+    pub async fn plan_statement(
         &self,
         state: &SessionState,
         db: &str,
@@ -414,12 +415,32 @@ impl QueryService {
             .query_planner()
             .create_physical_plan(plan, state)
             .await?;
-        let pool = Arc::new(QueryPool::new(self.pool.clone(), self.memory_for(opts)));
-        let runtime = RuntimeEnvBuilder::from_runtime_env(&self.runtime)
-            .with_memory_pool(pool)
-            .build_arc()?;
-        let task = Arc::new(TaskContext::from(state).with_runtime(runtime));
+        let task = Arc::new(self.task_context(state, opts));
         Ok(datafusion::physical_plan::execute_stream(physical, task)?)
+    }
+
+    /// The task context a query runs with: the session's configuration and a runtime whose
+    /// memory pool is the query's own ([`QueryPool`]). The function registries stay empty:
+    /// physical plans hold their functions, and copying the registries (hundreds of entries)
+    /// for every query would cost more than a small query's execution.
+    pub fn task_context(&self, state: &SessionState, opts: &QueryOptions) -> TaskContext {
+        let pool = Arc::new(QueryPool::new(self.pool.clone(), self.memory_for(opts)));
+        let runtime = Arc::new(RuntimeEnv {
+            memory_pool: pool,
+            disk_manager: self.runtime.disk_manager.clone(),
+            cache_manager: self.runtime.cache_manager.clone(),
+            object_store_registry: self.runtime.object_store_registry.clone(),
+        });
+        TaskContext::new(
+            None,
+            state.session_id().to_string(),
+            state.config().clone(),
+            HashMap::new(),
+            HashMap::new(),
+            HashMap::new(),
+            HashMap::new(),
+            runtime,
+        )
     }
 
     async fn insert(

@@ -20,6 +20,10 @@ use tempora_storage::Engine;
 use crate::exec::scan::{ScanArgs, ScanSource, TemporaScanExec};
 use crate::pushdown::{classify, request};
 
+/// Latest-value reads of at most this many cached rows run on the calling task instead of the
+/// blocking pool.
+pub const INLINE_LATEST_ROWS_MAX: usize = 10_000;
+
 #[derive(Clone)]
 pub struct TemporaTable {
     engine: Arc<Engine>,
@@ -137,9 +141,14 @@ impl TableProvider for TemporaTable {
     ) -> DfResult<Vec<TableProviderFilterPushDown>> {
         Ok(filters
             .iter()
-            .map(|f| match classify(f, &|c| self.is_tag(c)) {
-                Some(_) => TableProviderFilterPushDown::Inexact,
-                None => TableProviderFilterPushDown::Unsupported,
+            .map(|f| {
+                // A parameter has its value when the scan is planned: push what its value
+                // will make pushable.
+                let bound = crate::pushdown::with_sample_values(f);
+                match classify(&bound, &|c| self.is_tag(c)) {
+                    Some(_) => TableProviderFilterPushDown::Inexact,
+                    None => TableProviderFilterPushDown::Unsupported,
+                }
             })
             .collect())
     }
@@ -196,7 +205,7 @@ impl TableProvider for TemporaTable {
                 .collect::<Vec<_>>()
         });
         let (engine, name, latest) = (self.engine.clone(), self.name.clone(), self.latest);
-        let source = tokio::task::spawn_blocking(move || {
+        let read = move || {
             if latest {
                 engine
                     .latest(&name, &req.matcher, req.fields.as_ref())
@@ -206,9 +215,21 @@ impl TableProvider for TemporaTable {
                     .plan_scan(&name, &req)
                     .map(|p| ScanSource::Regions(Arc::new(p)))
             }
-        })
-        .await
-        .map_err(|e| DataFusionError::External(Box::new(e)))?
+        };
+        // A small read of cached latest rows (well under a millisecond) runs here: handing it
+        // to the blocking pool and back costs two thread wake-ups, about as long as the read.
+        let small = latest
+            && self
+                .engine
+                .latest_rows_bound(&self.name)
+                .is_some_and(|n| n <= INLINE_LATEST_ROWS_MAX);
+        let source = if small {
+            read()
+        } else {
+            tokio::task::spawn_blocking(read)
+                .await
+                .map_err(|e| DataFusionError::External(Box::new(e)))?
+        }
         .map_err(|e| DataFusionError::External(Box::new(e)))?;
         // The cache answers with every tag: keep the read schema's columns.
         let source = match source {

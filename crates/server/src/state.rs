@@ -157,6 +157,22 @@ impl AppState {
     }
 }
 
+/// Creates database `db` in the engine's catalog if it is not there (writes name their
+/// database; InfluxDB creates it on first write). The write path needs no SQL for this.
+pub async fn ensure_database(
+    engine: &std::sync::Arc<tempora_storage::Engine>,
+    db: &str,
+) -> Result<(), crate::error::ServerError> {
+    if engine.database_exists(db) {
+        return Ok(());
+    }
+    let (engine, db) = (engine.clone(), db.to_string());
+    tokio::task::spawn_blocking(move || engine.create_database(&db))
+        .await
+        .map_err(|e| crate::error::ServerError::Internal(e.to_string()))??;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,20 +195,4 @@ mod tests {
         assert_eq!(at(60.0), 4);
         assert_eq!(b.last().unwrap(), &(f64::INFINITY, 5));
     }
-}
-
-/// Creates database `db` in the engine's catalog if it is not there (writes name their
-/// database; InfluxDB creates it on first write). The write path needs no SQL for this.
-pub async fn ensure_database(
-    engine: &std::sync::Arc<tempora_storage::Engine>,
-    db: &str,
-) -> Result<(), crate::error::ServerError> {
-    if engine.database_exists(db) {
-        return Ok(());
-    }
-    let (engine, db) = (engine.clone(), db.to_string());
-    tokio::task::spawn_blocking(move || engine.create_database(&db))
-        .await
-        .map_err(|e| crate::error::ServerError::Internal(e.to_string()))??;
-    Ok(())
 }

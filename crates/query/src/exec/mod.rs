@@ -8,6 +8,7 @@
 //! | [`aggregate::AggregateExec`] | [`crate::nodes::TemporaAggregate`] (folds with [`fold`], filters with [`filter`]) |
 
 pub mod aggregate;
+pub mod direct;
 pub mod filter;
 pub mod fold;
 pub mod gap_fill;

@@ -29,6 +29,9 @@ impl QueryPlanner for TemporaQueryPlanner {
         logical_plan: &LogicalPlan,
         session: &dyn Session,
     ) -> Result<Arc<dyn ExecutionPlan>> {
+        if let Some(p) = super::direct::plan(logical_plan, session).await? {
+            return Ok(p);
+        }
         DefaultPhysicalPlanner::with_extension_planners(vec![Arc::new(TemporaPlanner)])
             .create_physical_plan(logical_plan, session)
             .await
@@ -51,7 +54,10 @@ impl ExtensionPlanner for TemporaPlanner {
         ctx: &PhysicalPlanningContext,
     ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
         if let Some(a) = node.as_any().downcast_ref::<TemporaAggregate>() {
-            return aggregate(a, planner, session, ctx).map(Some);
+            let plan = |e: &datafusion::logical_expr::Expr, schema: &DFSchema| {
+                planner.create_physical_expr(e, schema, session, ctx)
+            };
+            return aggregate(a, &plan).map(Some);
         }
         let Some(g) = node.as_any().downcast_ref::<GapFill>() else {
             return Ok(None);
@@ -91,17 +97,12 @@ impl ExtensionPlanner for TemporaPlanner {
     }
 }
 
-/// The operator of a [`TemporaAggregate`].
-fn aggregate(
+/// The operator of a [`TemporaAggregate`]; `plan` makes physical expressions.
+pub fn aggregate(
     a: &TemporaAggregate,
-    planner: &dyn PhysicalPlanner,
-    session: &dyn Session,
-    ctx: &PhysicalPlanningContext,
+    plan: &super::filter::Planner,
 ) -> Result<Arc<dyn ExecutionPlan>> {
-    let plan = |e: &datafusion::logical_expr::Expr, schema: &DFSchema| {
-        planner.create_physical_expr(e, schema, session, ctx)
-    };
-    let filter = PhysicalFilter::new(&a.table, &a.filter, &plan)?;
+    let filter = PhysicalFilter::new(&a.table, &a.filter, plan)?;
     let time_expr = match a.time_group() {
         Some((e, _)) => {
             let time = a
