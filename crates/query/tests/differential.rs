@@ -4,7 +4,8 @@
 //! 1e-9 relative, since sums add in another order).
 //!
 //! The grammar covers time ranges (`>=`, `>`, `<`, `<=`, `BETWEEN`), tag predicates (`=`, `IN`,
-//! `<>`, `NOT IN`, regex, `OR`, `IS NULL`), field predicates, `max`/`min`/`sum`/`avg`/`count`,
+//! `<>`, `NOT IN`, regex, `OR`, `IS NULL`), field predicates, `max`/`min`/`sum`/`avg`/`count`
+//! and `first`/`last`,
 //! bucket spellings (`date_trunc`, `date_bin` with and without origin, `time_bucket`, epoch
 //! arithmetic as Grafana and TimescaleDB-format tools write it, `time` itself, `SAMPLE BY`),
 //! `GROUP BY` by name, alias and position, `ORDER BY` either way, `LIMIT`, a CTE or a subquery
@@ -175,7 +176,8 @@ fn case(rng: &mut Rng) -> Case {
         .into_iter()
         .filter(|_| rng.chance(30))
         .collect();
-    let field_aggs = ["max", "min", "sum", "avg", "count"];
+    // first/last are not the operator's: the plans must still agree (the rule leaves them).
+    let field_aggs = ["max", "min", "sum", "avg", "count", "max", "min", "first", "last"];
     let mut aggs = Vec::new();
     for i in 0..1 + rng.below(3) {
         let f = *rng.pick(&field_aggs);
