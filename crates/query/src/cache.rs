@@ -93,13 +93,21 @@ impl PlanCache {
             return None;
         };
         let normalized = normalize(&q.query)?;
+        // Written out without source positions, so spacing does not change the key.
+        let latest_on = q.latest_on.as_ref().map(|l| {
+            l.partition_by
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        });
         let key = format!(
             "{db}\u{0}{}{}\u{0}{}\u{0}{:?}\u{0}{:?}\u{0}{}",
             u8::from(flags.0),
             u8::from(flags.1),
             normalized.kinds,
             q.sample_by,
-            q.latest_on,
+            latest_on,
             normalized.query
         );
         Some(Keyed { key, normalized })

@@ -177,7 +177,9 @@ fn case(rng: &mut Rng) -> Case {
         .filter(|_| rng.chance(30))
         .collect();
     // first/last are not the operator's: the plans must still agree (the rule leaves them).
-    let field_aggs = ["max", "min", "sum", "avg", "count", "max", "min", "first", "last"];
+    let field_aggs = [
+        "max", "min", "sum", "avg", "count", "max", "min", "first", "last",
+    ];
     let mut aggs = Vec::new();
     for i in 0..1 + rng.below(3) {
         let f = *rng.pick(&field_aggs);

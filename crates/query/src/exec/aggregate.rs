@@ -249,26 +249,41 @@ impl Inputs {
     }
 }
 
-/// Windows to read, narrowest first; the last is always the whole range.
+/// Windows to read, narrowest first; the last is always the whole range. A window starts at
+/// a bucket's first time, so it holds whole buckets: the newest `n`, then `16 n`.
 pub fn windows(range: (i64, i64), newest: Option<usize>, key: Option<&TimeKey>) -> Vec<(i64, i64)> {
     let mut out = Vec::new();
     let (start, end) = range;
-    if let (Some(limit), Some(TimeKey::Bin { width, origin })) = (newest, key)
+    if let (Some(limit), Some(key)) = (newest, key)
+        && key.monotone()
         && end != i64::MAX
         && end > start
         && limit > 0
     {
-        let last = crate::functions::date_trunc::truncate(end - 1, (*width, *origin));
-        for buckets in [limit, limit.saturating_mul(16)] {
-            let buckets = i64::try_from(buckets).unwrap_or(i64::MAX);
-            let back = (buckets - 1).saturating_mul(*width);
-            let from = last.saturating_sub(back);
-            if from <= start {
-                break;
+        let mut from = end - 1;
+        let mut buckets = 0usize;
+        for target in [limit, limit.saturating_mul(16)] {
+            while buckets < target {
+                match key.bucket_start(from, start) {
+                    Ok(b) if b > start => {
+                        buckets += 1;
+                        if buckets < target {
+                            from = b - 1;
+                        } else {
+                            from = b;
+                        }
+                    }
+                    _ => return with_whole(out, range),
+                }
             }
             out.push((from, end));
+            from -= 1;
         }
     }
+    with_whole(out, range)
+}
+
+fn with_whole(mut out: Vec<(i64, i64)>, range: (i64, i64)) -> Vec<(i64, i64)> {
     out.push(range);
     out
 }
@@ -474,7 +489,13 @@ mod tests {
             width: MIN,
             origin: 0,
         };
-        let by_row = TimeKey::Scalar(Arc::new(crate::rules::time_key::Scalar::Time));
+        use crate::rules::time_key::{Num, Scalar, Value};
+        // time * -1: rows of one key are not newest-first, so no window.
+        let decreasing = TimeKey::Scalar(Arc::new(Scalar::Arith(
+            Box::new(Scalar::Time),
+            datafusion::logical_expr::Operator::Multiply,
+            Value::I(-1, Num::I64),
+        )));
         type Case = (
             &'static str,
             (i64, i64),
@@ -518,7 +539,28 @@ mod tests {
                 Some(bin),
                 vec![(i64::MIN, i64::MAX)],
             ),
-            ("not bins", (0, end), Some(5), Some(by_row), vec![(0, end)]),
+            (
+                "not monotone",
+                (0, end),
+                Some(5),
+                Some(decreasing),
+                vec![(0, end)],
+            ),
+            (
+                "Grafana's epoch minutes: the same windows as bins",
+                (i64::MIN, end),
+                Some(5),
+                Some(TimeKey::Scalar(Arc::new(Scalar::Arith(
+                    Box::new(Scalar::Floor(Box::new(Scalar::Arith(
+                        Box::new(Scalar::Epoch(Box::new(Scalar::Time))),
+                        datafusion::logical_expr::Operator::Divide,
+                        Value::F(60.0),
+                    )))),
+                    datafusion::logical_expr::Operator::Multiply,
+                    Value::F(60.0),
+                )))),
+                vec![(96 * MIN, end), (21 * MIN, end), (i64::MIN, end)],
+            ),
         ];
         for (name, range, newest, key, want) in cases {
             assert_eq!(windows(range, newest, key.as_ref()), want, "{name}");

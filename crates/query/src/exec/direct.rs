@@ -1,5 +1,5 @@
-//! Physical plans made directly for the plans Tempora's operators end in: `Limit`, `Sort` and
-//! `Projection` over a [`TemporaAggregate`] or a scan of the last-value cache.
+//! Physical plans made directly for the plans Tempora's operators end in: `Limit`, `Sort`,
+//! `Projection` and aliases over a [`TemporaAggregate`] or a scan of the last-value cache.
 //!
 //! Each of these leaves has one partition and sorts nothing by itself, so DataFusion's physical
 //! optimiser passes (distribution, sort enforcement, projection and limit push-down, batch
@@ -84,6 +84,8 @@ pub fn plan<'a>(
                     Arc::new(GlobalLimitExec::new(input, skip, fetch));
                 Ok(Some(limit))
             }
+            // An alias changes names only; the operators below produce the same columns.
+            LogicalPlan::SubqueryAlias(a) => self::plan(&a.input, session).await,
             LogicalPlan::Extension(e) => {
                 let Some(a) = e.node.as_any().downcast_ref::<TemporaAggregate>() else {
                     return Ok(None);

@@ -204,14 +204,61 @@ impl Fold {
                 }
                 Ok((start as u64, b))
             }
+            Some(k) if k.monotone() => {
+                // Rows of one series and one key are contiguous: gallop to the segment's end,
+                // evaluating the key at a few rows instead of every one.
+                let key = k.key(times[a])?;
+                if key == crate::rules::time_key::NULL_KEY {
+                    return self.linear_segment(k, ranks, times, a, key);
+                }
+                let same = |i: usize| -> Result<bool, Overflow> {
+                    Ok(ranks[i] == rank && k.key(times[i])? == key)
+                };
+                let (mut hit, mut step) = (a, 1usize);
+                let miss = loop {
+                    let probe = hit + step;
+                    if probe >= n {
+                        break n;
+                    }
+                    if same(probe)? {
+                        hit = probe;
+                        step *= 2;
+                    } else {
+                        break probe;
+                    }
+                };
+                let (mut lo, mut hi) = (hit, miss);
+                while hi - lo > 1 {
+                    let mid = lo + (hi - lo) / 2;
+                    if mid < n && same(mid)? {
+                        lo = mid;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                Ok((key, hi))
+            }
             Some(k) => {
                 let key = k.key(times[a])?;
-                while b < n && ranks[b] == rank && k.key(times[b])? == key {
-                    b += 1;
-                }
-                Ok((key, b))
+                self.linear_segment(k, ranks, times, a, key)
             }
         }
+    }
+
+    /// The end of the segment from `a` of a key that may not be contiguous: row by row.
+    fn linear_segment(
+        &self,
+        k: &TimeKey,
+        ranks: &[u32],
+        times: &[i64],
+        a: usize,
+        key: u64,
+    ) -> Result<(u64, usize), Overflow> {
+        let mut b = a + 1;
+        while b < ranks.len() && ranks[b] == ranks[a] && k.key(times[b])? == key {
+            b += 1;
+        }
+        Ok((key, b))
     }
 
     /// The groups' times (one per group, in group order), for the time column.
@@ -391,6 +438,53 @@ mod tests {
         assert!(max.value(0).is_nan(), "NaN is above every number");
         assert_eq!((max.value(1), max.value(2)), (2.0, -0.0));
         assert_eq!(fold.group_times(), [1, 12, 3]);
+    }
+
+    #[test]
+    fn galloping_segments_are_the_row_by_row_ones() {
+        use crate::rules::time_key::{Scalar, Value};
+        use datafusion::logical_expr::Operator;
+        // floor(epoch / 7) * 7 over times a few seconds apart, three series.
+        let key = TimeKey::Scalar(Arc::new(Scalar::Arith(
+            Box::new(Scalar::Floor(Box::new(Scalar::Arith(
+                Box::new(Scalar::Epoch(Box::new(Scalar::Time))),
+                Operator::Divide,
+                Value::F(7.0),
+            )))),
+            Operator::Multiply,
+            Value::F(7.0),
+        )));
+        assert!(key.monotone());
+        let specs = [AggSpec {
+            func: AggFunc::Count,
+            field: None,
+        }];
+        let mut ranks = Vec::new();
+        let mut times = Vec::new();
+        for r in 0..3u32 {
+            let mut t = 1_451_606_400_000_000_000i64 + i64::from(r) * 999_999_937;
+            for i in 0..500 {
+                ranks.push(r);
+                times.push(t);
+                t += 1_000_000_000 + (i * 7_919 % 3_000_000_000);
+            }
+        }
+        let mut fold = Fold::new(Some(key.clone()), &specs, &[None], &[None], true);
+        let tuples: Vec<Option<u32>> = (0..3)
+            .map(|r| Some(fold.tuple_id(vec![Some(r.to_string())])))
+            .collect();
+        fold.add(&ranks, &times, &tuples, &[], &[None]).unwrap();
+        // The expected groups: (series, key) → rows, row by row.
+        let mut want: HashMap<(u32, u64), i64> = HashMap::new();
+        for (r, t) in ranks.iter().zip(&times) {
+            *want.entry((*r, key.key(*t).unwrap())).or_default() += 1;
+        }
+        assert_eq!(fold.len(), want.len());
+        let counts = fold.agg_column(0, &DataType::Int64);
+        let counts = counts.as_primitive::<Int64Type>();
+        for (g, k) in fold.keys.iter().enumerate() {
+            assert_eq!(counts.value(g), want[&(k.1, k.0)], "group {g}");
+        }
     }
 
     #[test]

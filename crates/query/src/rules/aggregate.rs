@@ -26,7 +26,7 @@ use datafusion::logical_expr::{Aggregate, Cast, Expr, Extension, LogicalPlan, Pr
 use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
 
 use super::chain::{Chain, chain, split_filters};
-use super::time_key::{self, TimeKey};
+use super::time_key;
 use crate::nodes::aggregate::{AggFunc, AggSpec, Group, TemporaAggregate};
 use crate::table::TemporaTable;
 
@@ -218,17 +218,24 @@ fn mark(plan: &LogicalPlan, key: &Column, n: usize) -> Option<LogicalPlan> {
                 Projection::try_new(p.expr.clone(), Arc::new(input)).ok()?,
             ))
         }
+        LogicalPlan::SubqueryAlias(a) => {
+            let i = a.schema.index_of_column(key).ok()?;
+            let (q, f) = a.input.schema().qualified_field(i);
+            let inner_key = Column::new(q.cloned(), f.name());
+            let input = mark(&a.input, &inner_key, n)?;
+            Some(LogicalPlan::SubqueryAlias(
+                datafusion::logical_expr::SubqueryAlias::try_new(Arc::new(input), a.alias.clone())
+                    .ok()?,
+            ))
+        }
         LogicalPlan::Extension(e) => {
             let a = e.node.as_any().downcast_ref::<TemporaAggregate>()?;
             let i = a.schema.index_of_column(key).ok()?;
-            let is_bin_time = matches!(
+            let monotone_time = matches!(
                 a.groups.get(i),
-                Some(Group::Time {
-                    key: TimeKey::Bin { .. },
-                    ..
-                })
+                Some(Group::Time { key, .. }) if key.monotone()
             );
-            is_bin_time.then(|| {
+            monotone_time.then(|| {
                 extension(TemporaAggregate {
                     newest: Some(n),
                     ..a.clone()

@@ -75,6 +75,48 @@ pub enum Value {
 pub struct Overflow(pub &'static str);
 
 impl TimeKey {
+    /// Whether rows of one key are contiguous in time (except the NULL key of a cast out of
+    /// range): bins always, a scalar expression when it is [`Scalar::monotone`].
+    pub fn monotone(&self) -> bool {
+        match self {
+            TimeKey::Bin { .. } => true,
+            TimeKey::Scalar(s) => s.monotone(),
+        }
+    }
+
+    /// The first time of the bucket holding `t`, at or after `floor` (the bucket may start
+    /// before `floor`; then `floor`). Only for monotone keys.
+    pub fn bucket_start(&self, t: i64, floor: i64) -> Result<i64, Overflow> {
+        if let TimeKey::Bin { width, origin } = self {
+            return Ok(crate::functions::date_trunc::truncate(t, (*width, *origin)).max(floor));
+        }
+        let k = self.key(t)?;
+        // Gallop back while the key holds, then search between the last hit and the miss.
+        let (mut hit, mut step) = (t, 1i64);
+        let miss = loop {
+            let probe = hit.saturating_sub(step).max(floor);
+            if probe == hit {
+                return Ok(hit);
+            }
+            if self.key(probe)? == k {
+                hit = probe;
+                step = step.saturating_mul(2);
+            } else {
+                break probe;
+            }
+        };
+        let (mut lo, mut hi) = (miss, hit);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if self.key(mid)? == k {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        Ok(hi)
+    }
+
     /// The group key of a row at time `t`: equal keys ⇔ equal values of the expression.
     pub fn key(&self, t: i64) -> Result<u64, Overflow> {
         match self {
@@ -95,6 +137,31 @@ impl TimeKey {
 pub const NULL_KEY: u64 = 0x7ff8_dead_beef_0001;
 
 impl Scalar {
+    /// Whether the value never decreases as time grows (NULLs, from an `Int32` cast out of
+    /// range, can only come at the far ends of time): every step is monotone, and `*` and `/`
+    /// take positive constants.
+    pub fn monotone(&self) -> bool {
+        match self {
+            Scalar::Time => true,
+            Scalar::Epoch(x) | Scalar::Floor(x) | Scalar::ToTimestamp(x) | Scalar::Cast(x, _) => {
+                x.monotone()
+            }
+            Scalar::Arith(x, op, v) => {
+                let positive = match v {
+                    Value::I(i, _) => *i > 0,
+                    Value::F(f) => *f > 0.0,
+                    Value::Null => false,
+                };
+                let ok = match op {
+                    Operator::Plus | Operator::Minus => true,
+                    Operator::Multiply | Operator::Divide => positive,
+                    _ => false,
+                };
+                ok && x.monotone()
+            }
+        }
+    }
+
     /// The value at time `t`, as Arrow's kernels compute it.
     pub fn eval(&self, t: i64) -> Result<Value, Overflow> {
         Ok(match self {
