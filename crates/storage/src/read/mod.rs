@@ -59,7 +59,9 @@ use std::sync::Arc;
 
 pub use field_bound::{BoundOp, FieldBound};
 pub use run::{RANK_COLUMN, SortedRun, arrow_type};
-pub use scan::{ScanPlan, ScanRequest, ScanStats, TagForm, output_schema, output_schema_as};
+pub use scan::{
+    ScanPlan, ScanRequest, ScanStats, TagForm, output_schema, output_schema_as, rows_in_range,
+};
 pub use tempora_index::Matcher;
 
 use crate::catalog::Region;

@@ -66,6 +66,33 @@ pub struct ScanStats {
     /// Series summed over regions (a series present in two partitions counts twice).
     pub series_total: usize,
     pub series_kept: usize,
+    /// About how many rows the scan reads (see [`rows_in_range`]): what callers size their
+    /// work by (run it on the calling task, or hand it to a thread).
+    pub rows_estimate: u64,
+}
+
+/// About how many of `rows` spread evenly over `[min_time, max_time]` fall in `range`
+/// (`[start, end)`; `None` = all), scaled by the share of the series kept; rounded up, so
+/// any overlap counts.
+pub fn rows_in_range(
+    rows: u64,
+    (min_time, max_time): (i64, i64),
+    range: Option<(i64, i64)>,
+    (kept_series, total_series): (usize, usize),
+) -> u64 {
+    let span = (max_time as i128 - min_time as i128 + 1).max(1);
+    let overlap = match range {
+        None => span,
+        Some((s, e)) => {
+            let lo = (min_time as i128).max(s as i128);
+            let hi = (max_time as i128 + 1).min(e as i128);
+            (hi - lo).clamp(0, span)
+        }
+    };
+    let in_time = (rows as i128 * overlap + span - 1) / span;
+    let total = total_series.max(1) as i128;
+    let kept = (kept_series as i128).min(total);
+    ((in_time * kept + total - 1) / total) as u64
 }
 
 /// A scan whose regions are chosen and snapshotted but not yet read.
@@ -266,6 +293,21 @@ pub(crate) fn plan(reader: &Reader, table: &Table, req: &ScanRequest) -> Result<
         });
         stats.files_kept += snap.files.len();
         stats.series_kept += kept_series;
+        let share = (kept_series, total_series);
+        stats.rows_estimate += snap
+            .files
+            .iter()
+            .map(|f| {
+                let m = &f.meta;
+                rows_in_range(m.rows, (m.min_time, m.max_time), req.time, share)
+            })
+            .sum::<u64>();
+        // Memtable rows have no time bounds at hand: all of them count.
+        stats.rows_estimate += snap
+            .frozen
+            .iter()
+            .map(|p| rows_in_range(p.batch.num_rows() as u64, (0, 0), None, share))
+            .sum::<u64>();
         stats.regions_kept += 1;
         regions.push(RegionScan { region, ids, snap });
     }
@@ -295,4 +337,72 @@ fn output_tags(table: &Table, want: Option<&Vec<String>>) -> Result<Vec<String>>
         ));
     }
     Ok(want.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rows_in_range;
+
+    #[test]
+    fn rows_in_range_cases() {
+        // (name, rows, file span, range, (kept, total series), expected)
+        let cases: &[(
+            &str,
+            u64,
+            (i64, i64),
+            Option<(i64, i64)>,
+            (usize, usize),
+            u64,
+        )] = &[
+            ("all of it", 1000, (0, 999), None, (10, 10), 1000),
+            (
+                "half the time",
+                1000,
+                (0, 999),
+                Some((500, 2000)),
+                (10, 10),
+                500,
+            ),
+            ("a tenth of the series", 1000, (0, 999), None, (1, 10), 100),
+            (
+                "time and series",
+                1000,
+                (0, 999),
+                Some((0, 100)),
+                (1, 10),
+                10,
+            ),
+            (
+                "range before the file",
+                1000,
+                (100, 199),
+                Some((0, 50)),
+                (1, 1),
+                0,
+            ),
+            (
+                "range after the file",
+                1000,
+                (100, 199),
+                Some((200, 300)),
+                (1, 1),
+                0,
+            ),
+            ("one instant file", 5, (7, 7), Some((7, 8)), (1, 1), 5),
+            (
+                "whole i64 span",
+                8,
+                (i64::MIN, i64::MAX),
+                Some((i64::MIN, i64::MAX)),
+                (1, 1),
+                8,
+            ),
+            ("rounds up a share", 3, (0, 9), None, (1, 10), 1),
+            ("kept over total is capped", 10, (0, 9), None, (20, 10), 10),
+            ("no series recorded", 10, (0, 9), None, (0, 0), 0),
+        ];
+        for &(name, rows, span, range, share, want) in cases {
+            assert_eq!(rows_in_range(rows, span, range, share), want, "{name}");
+        }
+    }
 }
