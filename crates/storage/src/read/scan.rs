@@ -343,17 +343,20 @@ fn output_tags(table: &Table, want: Option<&Vec<String>>) -> Result<Vec<String>>
 mod tests {
     use super::rows_in_range;
 
+    /// (name, rows, file span, range, (kept, total series), expected)
+    type Case = (
+        &'static str,
+        u64,
+        (i64, i64),
+        Option<(i64, i64)>,
+        (usize, usize),
+        u64,
+    );
+
     #[test]
     fn rows_in_range_cases() {
         // (name, rows, file span, range, (kept, total series), expected)
-        let cases: &[(
-            &str,
-            u64,
-            (i64, i64),
-            Option<(i64, i64)>,
-            (usize, usize),
-            u64,
-        )] = &[
+        let cases: &[Case] = &[
             ("all of it", 1000, (0, 999), None, (10, 10), 1000),
             (
                 "half the time",
