@@ -12,6 +12,9 @@ datafusion::common::extensions_options! {
         pub operators: bool, default = true
         /// Latest-value queries answered from the last-value cache.
         pub last_value_cache: bool, default = true
+        /// Fewest values (estimated rows × (aggregates + 1)) an aggregate reads for it to be
+        /// folded on several threads (`exec::aggregate`).
+        pub parallel_min_values: u64, default = crate::exec::aggregate::PARALLEL_MIN_VALUES
     }
 }
 

@@ -59,6 +59,9 @@ pub struct QueryLimits {
     pub operators: bool,
     /// Optimised plans kept for reuse (see [`crate::cache`]); 0 turns the cache off.
     pub plan_cache_entries: usize,
+    /// Fewest values an aggregate reads for it to be folded on several threads
+    /// ([`crate::exec::aggregate::PARALLEL_MIN_VALUES`]).
+    pub parallel_min_values: u64,
 }
 
 impl Default for QueryLimits {
@@ -71,6 +74,7 @@ impl Default for QueryLimits {
             last_value_cache: true,
             operators: true,
             plan_cache_entries: crate::cache::DEFAULT_ENTRIES,
+            parallel_min_values: crate::exec::aggregate::PARALLEL_MIN_VALUES,
         }
     }
 }
@@ -225,6 +229,7 @@ impl QueryService {
             .with_option_extension(TemporaOptions {
                 operators: self.limits.operators,
                 last_value_cache: self.limits.last_value_cache,
+                parallel_min_values: self.limits.parallel_min_values,
             });
         let state = SessionStateBuilder::new()
             .with_config(config)
@@ -270,6 +275,7 @@ impl QueryService {
             .expect("every session has Tempora's options");
         ext.operators = operators;
         ext.last_value_cache = lvc;
+        ext.parallel_min_values = self.limits.parallel_min_values;
         let state = Arc::new(state);
         self.states.write().insert(key, state.clone());
         Ok(state)

@@ -55,6 +55,9 @@ pub struct Config {
     pub query_operators: bool,
     /// Optimised plans kept for reuse (the plan cache; 0 turns it off).
     pub plan_cache_entries: usize,
+    /// Fewest values (estimated rows × (aggregates + 1)) an aggregate reads for it to be
+    /// folded on several threads.
+    pub query_parallel_min_values: u64,
     /// `text` or `json` logs.
     pub log_format: String,
 }
@@ -83,6 +86,7 @@ impl Default for Config {
             max_result_rows: 1_000_000,
             query_operators: true,
             plan_cache_entries: 1024,
+            query_parallel_min_values: tempora_query::exec::aggregate::PARALLEL_MIN_VALUES,
             log_format: "text".into(),
         }
     }
@@ -211,6 +215,7 @@ impl Config {
             "query_timeout_secs" => self.query_timeout_secs = num(value)? as u64,
             "max_result_rows" => self.max_result_rows = num(value)?,
             "plan_cache_entries" => self.plan_cache_entries = num(value)?,
+            "query_parallel_min_values" => self.query_parallel_min_values = num(value)? as u64,
             "query_operators" | "query_fast_path" => {
                 self.query_operators = match value {
                     "true" | "on" | "1" => true,

@@ -87,6 +87,7 @@ fn open(c: &Config) -> Result<Inner, ServerError> {
         timeout: std::time::Duration::from_secs(c.query_timeout_secs),
         operators: c.query_operators,
         plan_cache_entries: c.plan_cache_entries,
+        parallel_min_values: c.query_parallel_min_values,
         ..QueryLimits::default()
     };
     let query = QueryService::new(dbs, limits)?.with_context_hook(|ctx, db| {

@@ -3,8 +3,10 @@
 //! It plans the engine's scan (time range, index matcher, the fields the aggregates and the
 //! row predicate read, the tags grouped by and those the series predicate reads), reads the
 //! regions one at a time as sorted runs and folds each into the groups ([`Fold`]), under the
-//! query's memory pool. When the scan selects many series over several regions, a second
-//! thread reads region i + 1 while region i is folded (same order, so the same sums).
+//! query's memory pool. A read the engine estimates at [`PARALLEL_MIN_VALUES`] or more is
+//! split over the cores: thread t reads and folds regions t, t + n, ... into a fold of its
+//! own, and the folds are merged in thread order (a fixed split and a fixed merge order, so
+//! the same data gives the same float sums every time).
 //!
 //! Reading window: `ORDER BY <bucket> DESC LIMIT n` over a range with an end needs only the
 //! newest buckets. The first read covers the last `n` whole buckets before the end; if they
@@ -38,17 +40,13 @@ use datafusion::physical_plan::{
     SendableRecordBatchStream,
 };
 use futures::StreamExt;
-use tempora_storage::read::{ScanRequest, SortedRun};
+use tempora_storage::read::{ScanPlan, ScanRequest, SortedRun};
 
 use super::filter::PhysicalFilter;
 use super::fold::Fold;
 use crate::nodes::aggregate::{AggSpec, Group};
 use crate::rules::time_key::TimeKey;
 use crate::table::TemporaTable;
-
-/// Fewest series a scan reads for its regions to be read ahead on a thread of their own:
-/// below it, starting the thread and handing runs over costs more than the overlap saves.
-pub const READ_AHEAD_MIN_SERIES: usize = 256;
 
 /// Most values (estimated rows × aggregates) an aggregate folds on the calling task; above
 /// it the fold runs on a blocking thread. About a tenth of a millisecond of folding.
@@ -129,15 +127,16 @@ impl ExecutionPlan for AggregateExec {
             )));
         }
         let spec = self.spec.clone();
+        let parallel_min = crate::options::of(ctx.session_config().options()).parallel_min_values;
         let reservation = MemoryConsumer::new("TemporaAggregateExec").register(ctx.memory_pool());
         let cancel = Arc::new(AtomicBool::new(false));
         let stop = StopOnDrop(cancel.clone());
         let fut = async move {
             let _stop = stop;
             if small(&spec) {
-                return run(&spec, reservation, &cancel);
+                return run(&spec, parallel_min, reservation, &cancel);
             }
-            tokio::task::spawn_blocking(move || run(&spec, reservation, &cancel))
+            tokio::task::spawn_blocking(move || run(&spec, parallel_min, reservation, &cancel))
                 .await
                 .map_err(|e| DataFusionError::External(Box::new(e)))?
         };
@@ -184,6 +183,7 @@ fn stopped() -> DataFusionError {
 /// Reads and folds, on the calling (blocking) thread.
 fn run(
     s: &AggregateSpec,
+    parallel_min: u64,
     mut reservation: MemoryReservation,
     cancel: &AtomicBool,
 ) -> Result<RecordBatch> {
@@ -208,7 +208,15 @@ fn run(
     let all = windows(range, s.newest, key.as_ref());
     for (i, &w) in all.iter().enumerate() {
         let mut fold = new_fold();
-        read_window(s, &inputs, w, &mut fold, &mut reservation, cancel)?;
+        read_window(
+            s,
+            &inputs,
+            w,
+            (&new_fold, parallel_min),
+            &mut fold,
+            &mut reservation,
+            cancel,
+        )?;
         let last = i + 1 == all.len();
         if last || s.newest.is_some_and(|n| fold.len() >= n) {
             return finish(s, &fold);
@@ -321,14 +329,11 @@ fn with_whole(mut out: Vec<(i64, i64)>, range: (i64, i64)) -> Vec<(i64, i64)> {
 }
 
 /// Whether a scan of `regions` regions holding `series` selected series reads ahead.
-fn read_ahead(regions: usize, series: usize) -> bool {
-    regions >= 2 && series >= READ_AHEAD_MIN_SERIES
-}
-
 fn read_window(
     s: &AggregateSpec,
     inputs: &Inputs,
     (start, end): (i64, i64),
+    (new_fold, parallel_min): (&(dyn Fn() -> Fold + Sync), u64),
     fold: &mut Fold,
     reservation: &mut MemoryReservation,
     cancel: &AtomicBool,
@@ -345,48 +350,126 @@ fn read_window(
         .engine()
         .plan_scan(s.table.name(), &req)
         .map_err(|e| DataFusionError::External(Box::new(e)))?;
-    let ext = |e: tempora_storage::StorageError| DataFusionError::External(Box::new(e));
-    if !read_ahead(plan.regions(), plan.stats.series_kept) {
-        for region in 0..plan.regions() {
-            if cancel.load(Ordering::Relaxed) {
-                return Err(stopped());
-            }
-            if let Some(run) = plan.read_run(region).map_err(ext)? {
-                fold_run(s, inputs, fold, &run, reservation)?;
-            }
-        }
-        return Ok(());
+    let threads = fold_threads(&plan, inputs, parallel_min);
+    if threads < 2 {
+        return fold_regions(s, inputs, &plan, (0, 1), fold, reservation, cancel);
     }
+    // Thread t folds regions t, t + n, t + 2n, ... into a fold of its own; the folds are
+    // then merged in thread order, so the same data gives the same sums every time.
+    let failed = AtomicBool::new(false);
+    let stop = Stop {
+        cancel,
+        failed: &failed,
+    };
     std::thread::scope(|scope| {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<SortedRun>>(0);
-        let ahead = reservation.new_empty();
         let plan = &plan;
-        scope.spawn(move || {
-            for region in 0..plan.regions() {
-                if cancel.load(Ordering::Relaxed) {
-                    return;
-                }
-                let read = match plan.read_run(region) {
-                    Ok(None) => continue,
-                    Ok(Some(run)) => ahead
-                        .try_resize(run.batch.get_array_memory_size())
-                        .map(|()| run),
-                    Err(e) => Err(ext(e)),
-                };
-                let failed = read.is_err();
-                if tx.send(read).is_err() || failed {
-                    return;
-                }
-            }
-        });
-        for read in rx {
-            fold_run(s, inputs, fold, &read?, reservation)?;
+        let stop = &stop;
+        let workers: Vec<_> = (1..threads)
+            .map(|t| {
+                let mut own = new_fold();
+                let mut res = reservation.new_empty();
+                scope.spawn(move || {
+                    let r = fold_regions(s, inputs, plan, (t, threads), &mut own, &mut res, stop);
+                    if r.is_err() {
+                        stop.failed.store(true, Ordering::Relaxed);
+                    }
+                    r.map(|()| (own, res))
+                })
+            })
+            .collect();
+        let mut result = fold_regions(s, inputs, plan, (0, threads), fold, reservation, stop);
+        if result.is_err() {
+            failed.store(true, Ordering::Relaxed);
         }
-        if cancel.load(Ordering::Relaxed) {
+        for w in workers {
+            let joined = w.join().unwrap_or_else(|_| {
+                Err(DataFusionError::Internal("a fold thread panicked".into()))
+            });
+            match (joined, &result) {
+                (Ok((other, _res)), Ok(())) => {
+                    fold.merge(other, &inputs.agg_types);
+                    reservation.try_resize(fold.bytes())?;
+                }
+                (Err(e), Ok(())) => result = Err(e),
+                _ => {}
+            }
+        }
+        result
+    })
+}
+
+/// Fewest values (estimated rows × (aggregates + 1)) a window reads for its regions to be
+/// folded on several threads by default: below it, starting threads costs more than they
+/// save. Set per server by `QueryLimits::parallel_min_values` (`tempora.parallel_min_values`).
+pub const PARALLEL_MIN_VALUES: u64 = 400_000;
+
+/// Most threads one aggregate folds on.
+pub const FOLD_THREADS_MAX: usize = 4;
+
+/// Threads to fold `plan`'s regions on: one for a small read, else one per core (at most
+/// [`FOLD_THREADS_MAX`]), at most one per region.
+fn fold_threads(plan: &ScanPlan, inputs: &Inputs, min: u64) -> usize {
+    let values = plan
+        .stats
+        .rows_estimate
+        .saturating_mul(inputs.agg_inputs.len() as u64 + 1);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    fold_threads_for(values, min, cores, plan.regions())
+}
+
+/// [`fold_threads`] over numbers: `values` estimated (`min` needed for more than one thread),
+/// `cores` available, `regions` to read.
+fn fold_threads_for(values: u64, min: u64, cores: usize, regions: usize) -> usize {
+    if values < min {
+        return 1;
+    }
+    cores.min(FOLD_THREADS_MAX).min(regions).max(1)
+}
+
+/// What stops a fold: the query's cancel flag, or another thread's failure.
+struct Stop<'a> {
+    cancel: &'a AtomicBool,
+    failed: &'a AtomicBool,
+}
+
+trait Stopped: Sync {
+    fn stopped(&self) -> bool;
+}
+
+impl Stopped for AtomicBool {
+    fn stopped(&self) -> bool {
+        self.load(Ordering::Relaxed)
+    }
+}
+
+impl Stopped for Stop<'_> {
+    fn stopped(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed) || self.failed.load(Ordering::Relaxed)
+    }
+}
+
+/// Reads and folds regions `t, t + n, ...` of `plan` (`(t, n)`), in order.
+fn fold_regions(
+    s: &AggregateSpec,
+    inputs: &Inputs,
+    plan: &ScanPlan,
+    (t, n): (usize, usize),
+    fold: &mut Fold,
+    reservation: &mut MemoryReservation,
+    stop: &dyn Stopped,
+) -> Result<()> {
+    for region in (t..plan.regions()).step_by(n) {
+        if stop.stopped() {
             return Err(stopped());
         }
-        Ok(())
-    })
+        let run = plan
+            .read_run(region)
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        if let Some(run) = run {
+            fold_run(s, inputs, fold, &run, reservation)?;
+        }
+    }
+    Ok(())
 }
 
 /// Folds one region's run.
@@ -503,14 +586,28 @@ mod tests {
     const MIN: i64 = 60_000_000_000;
 
     #[test]
-    fn reads_ahead_only_for_several_regions_and_many_series() {
-        for (name, regions, series, want) in [
-            ("one region", 1, 100_000, false),
-            ("a few hosts over four regions", 4, 8, false),
-            ("just below", 4, READ_AHEAD_MIN_SERIES - 1, false),
-            ("at the threshold", 2, READ_AHEAD_MIN_SERIES, true),
+    fn folds_on_several_threads_only_when_it_pays() {
+        let big = PARALLEL_MIN_VALUES;
+        for (name, values, cores, regions, want) in [
+            ("a small read", big - 1, 2, 8, 1),
+            ("at the threshold", big, 2, 8, 2),
+            ("one region", 100 * big, 2, 1, 1),
+            ("one core", 100 * big, 1, 8, 1),
+            ("more cores than regions", 100 * big, 16, 3, 3),
+            (
+                "more cores than the cap",
+                100 * big,
+                64,
+                64,
+                FOLD_THREADS_MAX,
+            ),
+            ("nothing to read", 0, 2, 0, 1),
         ] {
-            assert_eq!(read_ahead(regions, series), want, "{name}");
+            assert_eq!(
+                fold_threads_for(values, big, cores, regions),
+                want,
+                "{name}"
+            );
         }
     }
 
