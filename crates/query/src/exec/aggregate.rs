@@ -413,7 +413,9 @@ fn fold_threads(plan: &ScanPlan, inputs: &Inputs, min: u64) -> usize {
         .stats
         .rows_estimate
         .saturating_mul(inputs.agg_inputs.len() as u64 + 1);
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // Asking the OS (cgroup files, affinity) costs tens of microseconds: once per process.
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     fold_threads_for(values, min, cores, plan.regions())
 }
 

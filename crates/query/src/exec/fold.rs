@@ -428,6 +428,11 @@ fn fold_dense(acc: &mut Acc, func: AggFunc, col: &ArrayRef, a: usize, b: usize) 
             *sum += sum_lanes(&col.as_primitive::<Float64Type>().values()[a..b]);
             *n += (b - a) as i64;
         }
+        (Acc::Avg { sum, n }, DataType::Int64) => {
+            let x = &col.as_primitive::<Int64Type>().values()[a..b];
+            *sum += sum_lanes_of(x, |v| v as f64);
+            *n += (b - a) as i64;
+        }
         (Acc::F(v), DataType::Float64) => {
             let x = &col.as_primitive::<Float64Type>().values()[a..b];
             *v = dense_f64(*v, x, func);
@@ -447,17 +452,22 @@ const LANES: usize = 8;
 /// The sum of `x`, lane `i` summing the values at `i mod LANES`. The lanes start at -0.0,
 /// which adds nothing to any value (so a sum of -0.0 stays -0.0, as a sequential one does).
 fn sum_lanes(x: &[f64]) -> f64 {
+    sum_lanes_of(x, |v| v)
+}
+
+/// [`sum_lanes`] of `x` made floats by `f`.
+fn sum_lanes_of<T: Copy>(x: &[T], f: impl Fn(T) -> f64) -> f64 {
     let mut l = [-0.0f64; LANES];
     let chunks = x.chunks_exact(LANES);
     let rest = chunks.remainder();
     for c in chunks {
-        for (acc, v) in l.iter_mut().zip(c) {
-            *acc += v;
+        for (acc, &v) in l.iter_mut().zip(c) {
+            *acc += f(v);
         }
     }
     let mut s = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
-    for v in rest {
-        s += v;
+    for &v in rest {
+        s += f(v);
     }
     s
 }
@@ -718,13 +728,23 @@ mod tests {
         let ints: &[(&str, Vec<i64>)] = &[
             ("wrapping sum", vec![i64::MAX, 1, 5]),
             ("mixed signs", vec![-3, 9, 0, -12]),
+            (
+                "more than the lanes",
+                (0..29).map(|i| i * 13 % 7 - 3).collect(),
+            ),
         ];
         for (name, values) in ints {
             let dense: ArrayRef = Arc::new(Int64Array::from(values.clone()));
             let mut with_null: Vec<Option<i64>> = values.iter().copied().map(Some).collect();
             with_null.push(None);
             let general: ArrayRef = Arc::new(Int64Array::from(with_null));
-            for func in [AggFunc::Max, AggFunc::Min, AggFunc::Sum] {
+            for func in [
+                AggFunc::Max,
+                AggFunc::Min,
+                AggFunc::Sum,
+                AggFunc::Avg,
+                AggFunc::Count,
+            ] {
                 let ty = Some(DataType::Int64);
                 let (mut d, mut g) = (start(func, ty.as_ref()), start(func, ty.as_ref()));
                 fold_segment(&mut d, func, Some(&dense), 0, values.len());
