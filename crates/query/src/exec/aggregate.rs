@@ -32,6 +32,7 @@ use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
+use datafusion::logical_expr::UserDefinedLogicalNodeCore;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
@@ -63,8 +64,8 @@ pub struct AggregateSpec {
     pub aggs: Vec<AggSpec>,
     pub newest: Option<usize>,
     pub schema: SchemaRef,
-    /// Text for `EXPLAIN`.
-    pub display: String,
+    /// The logical node, whose `EXPLAIN` line the operator's is (formatted only when shown).
+    pub node: Arc<crate::nodes::aggregate::TemporaAggregate>,
 }
 
 #[derive(Debug)]
@@ -90,7 +91,8 @@ impl AggregateExec {
 
 impl DisplayAs for AggregateExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        write!(f, "TemporaAggregateExec: {}", self.spec.display)
+        write!(f, "TemporaAggregateExec: ")?;
+        UserDefinedLogicalNodeCore::fmt_for_explain(&*self.spec.node, f)
     }
 }
 

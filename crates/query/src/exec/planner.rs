@@ -115,7 +115,6 @@ pub fn aggregate(
         }
         None => None,
     };
-    let display = format!("{}", ExplainOf(a));
     Ok(Arc::new(AggregateExec::new(AggregateSpec {
         table: a.table.clone(),
         filter,
@@ -124,15 +123,6 @@ pub fn aggregate(
         aggs: a.aggs.clone(),
         newest: a.newest,
         schema: Arc::new(UserDefinedLogicalNodeCore::schema(a).as_arrow().clone()),
-        display,
+        node: Arc::new(a.clone()),
     })))
-}
-
-/// A node's `EXPLAIN` line, for its operator's.
-struct ExplainOf<'a, T: UserDefinedLogicalNodeCore>(&'a T);
-
-impl<T: UserDefinedLogicalNodeCore> std::fmt::Display for ExplainOf<'_, T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        self.0.fmt_for_explain(f)
-    }
 }
