@@ -207,8 +207,8 @@ fn run(
     let Some(range) = s.filter.time_range()? else {
         return finish(s, &new_fold());
     };
-    let all = windows(range, s.newest, key.as_ref());
-    for (i, &w) in all.iter().enumerate() {
+    let mut all = window_iter(range, s.newest, key.as_ref()).peekable();
+    while let Some(w) = all.next() {
         let mut fold = new_fold();
         read_window(
             s,
@@ -219,8 +219,8 @@ fn run(
             &mut reservation,
             cancel,
         )?;
-        let last = i + 1 == all.len();
-        if last || s.newest.is_some_and(|n| fold.len() >= n) {
+        // Enough groups: the next window is not even searched for.
+        if s.newest.is_some_and(|n| fold.len() >= n) || all.peek().is_none() {
             return finish(s, &fold);
         }
     }
@@ -294,43 +294,62 @@ impl Inputs {
 /// Windows to read, narrowest first; the last is always the whole range. A window starts at
 /// a bucket's first time, so it holds whole buckets: the newest `n`, then `16 n`.
 pub fn windows(range: (i64, i64), newest: Option<usize>, key: Option<&TimeKey>) -> Vec<(i64, i64)> {
-    let mut out = Vec::new();
+    window_iter(range, newest, key).collect()
+}
+
+/// [`windows`], each found only when asked for: the search for a window's first bucket
+/// evaluates the key a few dozen times per bucket, and the wider window is seldom needed.
+pub fn window_iter(
+    range: (i64, i64),
+    newest: Option<usize>,
+    key: Option<&TimeKey>,
+) -> impl Iterator<Item = (i64, i64)> + '_ {
     let (start, end) = range;
-    if let (Some(limit), Some(key)) = (newest, key)
-        && key.monotone()
-        && end != i64::MAX
-        && end > start
-        && limit > 0
-    {
-        let mut from = end - 1;
-        let mut buckets = 0usize;
-        for target in [limit, limit.saturating_mul(16)] {
+    let search = match (newest, key) {
+        (Some(limit), Some(key))
+            if key.monotone() && end != i64::MAX && end > start && limit > 0 =>
+        {
+            Some((limit, key))
+        }
+        _ => None,
+    };
+    let mut targets = search
+        .map(|(limit, _)| vec![limit, limit.saturating_mul(16)])
+        .unwrap_or_default()
+        .into_iter();
+    let (mut from, mut buckets, mut whole_given) = (end.saturating_sub(1), 0usize, false);
+    std::iter::from_fn(move || {
+        if let (Some((_, key)), Some(target)) = (search, targets.next()) {
+            let mut found = true;
             while buckets < target {
                 match key.bucket_start(from, start) {
                     Ok(b) if b > start => {
                         buckets += 1;
-                        if buckets < target {
-                            from = b - 1;
-                        } else {
-                            from = b;
-                        }
+                        from = if buckets < target { b - 1 } else { b };
                     }
-                    _ => return with_whole(out, range),
+                    _ => {
+                        found = false;
+                        break;
+                    }
                 }
             }
-            out.push((from, end));
-            from -= 1;
+            if found {
+                let w = (from, end);
+                from -= 1;
+                return Some(w);
+            }
+            targets = Vec::new().into_iter();
         }
-    }
-    with_whole(out, range)
+        if whole_given {
+            return None;
+        }
+        whole_given = true;
+        Some(range)
+    })
 }
 
-fn with_whole(mut out: Vec<(i64, i64)>, range: (i64, i64)) -> Vec<(i64, i64)> {
-    out.push(range);
-    out
-}
-
-/// Whether a scan of `regions` regions holding `series` selected series reads ahead.
+/// Reads the regions of window `[start, end)` into `fold`: on one thread, or split over the
+/// cores when the read is large ([`fold_threads`]).
 fn read_window(
     s: &AggregateSpec,
     inputs: &Inputs,

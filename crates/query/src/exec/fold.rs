@@ -50,7 +50,22 @@ pub struct Fold {
     times: Vec<i64>,
     /// `aggs.len()` states per group.
     states: Vec<Acc>,
+    /// Time spans known to share one key (monotone keys other than bins): see [`Span`].
+    spans: Vec<Span>,
 }
+
+/// Times `lo..=hi` whose key is `key`: two rows' times in one bucket of a monotone key, so
+/// every time between them is in it too. Series sampled at the same instants (as monitoring
+/// agents are) find their segment's bucket here instead of evaluating the key again.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    lo: i64,
+    hi: i64,
+    key: u64,
+}
+
+/// Most spans a fold remembers; a full list is emptied before the next one is added.
+const SPANS_MAX: usize = 256;
 
 impl Fold {
     /// An empty fold. `inputs[i]` is the column index, among the fold's input columns, of
@@ -80,6 +95,7 @@ impl Fold {
             keys: Vec::new(),
             times: Vec::new(),
             states: Vec::new(),
+            spans: Vec::new(),
         };
         if !grouped {
             let t = fold.tuple_id(Vec::new());
@@ -185,7 +201,12 @@ impl Fold {
     }
 
     /// The time key of row `a` and the end of its segment (same series, same key).
-    fn segment(&self, ranks: &[u32], times: &[i64], a: usize) -> Result<(u64, usize), Overflow> {
+    fn segment(
+        &mut self,
+        ranks: &[u32],
+        times: &[i64],
+        a: usize,
+    ) -> Result<(u64, usize), Overflow> {
         let n = ranks.len();
         let rank = ranks[a];
         let mut b = a + 1;
@@ -204,40 +225,7 @@ impl Fold {
                 }
                 Ok((start as u64, b))
             }
-            Some(k) if k.monotone() => {
-                // Rows of one series and one key are contiguous: gallop to the segment's end,
-                // evaluating the key at a few rows instead of every one.
-                let key = k.key(times[a])?;
-                if key == crate::rules::time_key::NULL_KEY {
-                    return self.linear_segment(k, ranks, times, a, key);
-                }
-                let same = |i: usize| -> Result<bool, Overflow> {
-                    Ok(ranks[i] == rank && k.key(times[i])? == key)
-                };
-                let (mut hit, mut step) = (a, 1usize);
-                let miss = loop {
-                    let probe = hit + step;
-                    if probe >= n {
-                        break n;
-                    }
-                    if same(probe)? {
-                        hit = probe;
-                        step *= 2;
-                    } else {
-                        break probe;
-                    }
-                };
-                let (mut lo, mut hi) = (hit, miss);
-                while hi - lo > 1 {
-                    let mid = lo + (hi - lo) / 2;
-                    if mid < n && same(mid)? {
-                        lo = mid;
-                    } else {
-                        hi = mid;
-                    }
-                }
-                Ok((key, hi))
-            }
+            Some(k) if k.monotone() => monotone_segment(k, &mut self.spans, ranks, times, a),
             Some(k) => {
                 let key = k.key(times[a])?;
                 self.linear_segment(k, ranks, times, a, key)
@@ -325,6 +313,73 @@ impl Fold {
             other => unreachable!("aggregate result type {other}"),
         }
     }
+}
+
+/// The key of row `a` and the end of its segment (same series, same key) for a monotone key
+/// evaluated row by row. Rows of one series and one key are contiguous. A row inside a
+/// remembered span takes its key and runs to the span's end by comparing times; past it, and
+/// without a span, the key is evaluated: row by row past a span (extending it), galloping
+/// (a few rows instead of every one) otherwise, and the rows' span is remembered.
+fn monotone_segment(
+    k: &TimeKey,
+    spans: &mut Vec<Span>,
+    ranks: &[u32],
+    times: &[i64],
+    a: usize,
+) -> Result<(u64, usize), Overflow> {
+    let (n, rank, t) = (ranks.len(), ranks[a], times[a]);
+    if let Some(span) = spans.iter_mut().find(|s| s.lo <= t && t <= s.hi) {
+        let mut b = a + 1;
+        while b < n && ranks[b] == rank && times[b] <= span.hi {
+            b += 1;
+        }
+        while b < n && ranks[b] == rank && k.key(times[b])? == span.key {
+            span.hi = times[b];
+            b += 1;
+        }
+        return Ok((span.key, b));
+    }
+    let key = k.key(t)?;
+    if key == crate::rules::time_key::NULL_KEY {
+        let mut b = a + 1;
+        while b < n && ranks[b] == rank && k.key(times[b])? == key {
+            b += 1;
+        }
+        return Ok((key, b));
+    }
+    let same =
+        |i: usize| -> Result<bool, Overflow> { Ok(ranks[i] == rank && k.key(times[i])? == key) };
+    let (mut hit, mut step) = (a, 1usize);
+    let miss = loop {
+        let probe = hit + step;
+        if probe >= n {
+            break n;
+        }
+        if same(probe)? {
+            hit = probe;
+            step *= 2;
+        } else {
+            break probe;
+        }
+    };
+    let (mut lo, mut hi) = (hit, miss);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if mid < n && same(mid)? {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    if spans.len() >= SPANS_MAX {
+        spans.clear();
+    }
+    spans.push(Span {
+        lo: t,
+        hi: times[hi - 1],
+        key,
+    });
+    Ok((key, hi))
 }
 
 /// Merges state `b` of aggregate `func` into `a` (states of one aggregate, so one variant).
@@ -616,17 +671,24 @@ mod tests {
             func: AggFunc::Count,
             field: None,
         }];
+        // Series sampled at other instants each, then at the same instants (remembered spans).
+        for offset in [999_999_937i64, 0] {
+            gallop_case(&key, &specs, offset);
+        }
+    }
+
+    fn gallop_case(key: &TimeKey, specs: &[AggSpec], offset: i64) {
         let mut ranks = Vec::new();
         let mut times = Vec::new();
         for r in 0..3u32 {
-            let mut t = 1_451_606_400_000_000_000i64 + i64::from(r) * 999_999_937;
+            let mut t = 1_451_606_400_000_000_000i64 + i64::from(r) * offset;
             for i in 0..500 {
                 ranks.push(r);
                 times.push(t);
                 t += 1_000_000_000 + (i * 7_919 % 3_000_000_000);
             }
         }
-        let mut fold = Fold::new(Some(key.clone()), &specs, &[None], &[None], true);
+        let mut fold = Fold::new(Some(key.clone()), specs, &[None], &[None], true);
         let tuples: Vec<Option<u32>> = (0..3)
             .map(|r| Some(fold.tuple_id(vec![Some(r.to_string())])))
             .collect();
@@ -640,7 +702,11 @@ mod tests {
         let counts = fold.agg_column(0, &DataType::Int64);
         let counts = counts.as_primitive::<Int64Type>();
         for (g, k) in fold.keys.iter().enumerate() {
-            assert_eq!(counts.value(g), want[&(k.1, k.0)], "group {g}");
+            assert_eq!(
+                counts.value(g),
+                want[&(k.1, k.0)],
+                "group {g}, offset {offset}"
+            );
         }
     }
 
