@@ -398,24 +398,32 @@ fn read_window(
                 })
             })
             .collect();
-        let mut result = fold_regions(s, inputs, plan, (0, threads), fold, reservation, stop);
-        if result.is_err() {
+        let mut errors = Vec::new();
+        if let Err(e) = fold_regions(s, inputs, plan, (0, threads), fold, reservation, stop) {
             failed.store(true, Ordering::Relaxed);
+            errors.push(e);
         }
         for w in workers {
             let joined = w.join().unwrap_or_else(|_| {
                 Err(DataFusionError::Internal("a fold thread panicked".into()))
             });
-            match (joined, &result) {
-                (Ok((other, _res)), Ok(())) => {
+            match joined {
+                Ok((other, _res)) if errors.is_empty() => {
                     fold.merge(other, &inputs.agg_types);
-                    reservation.try_resize(fold.bytes())?;
+                    if let Err(e) = reservation.try_resize(fold.bytes()) {
+                        errors.push(e);
+                    }
                 }
-                (Err(e), Ok(())) => result = Err(e),
-                _ => {}
+                Ok(_) => {}
+                Err(e) => errors.push(e),
             }
         }
-        result
+        // The cause, not the "stopped" of the threads that saw another one fail.
+        let stop_text = stopped().to_string();
+        match errors.iter().position(|e| e.to_string() != stop_text) {
+            Some(i) => Err(errors.swap_remove(i)),
+            None => errors.pop().map_or(Ok(()), Err),
+        }
     })
 }
 
