@@ -182,7 +182,8 @@ fn stopped() -> DataFusionError {
     DataFusionError::Execution("the query was stopped".into())
 }
 
-/// Reads and folds, on the calling (blocking) thread.
+/// Reads and folds on the calling thread: a blocking thread, or the async task for a small
+/// read ([`small`]); a large window is split over threads of its own ([`read_window`]).
 fn run(
     s: &AggregateSpec,
     parallel_min: u64,
