@@ -1,5 +1,6 @@
 //! Physical plans made directly for the plans Tempora's operators end in: `Limit`, `Sort`,
-//! `Projection` and aliases over a [`TemporaAggregate`] or a scan of the last-value cache.
+//! `Projection`, `Filter` and aliases over a [`TemporaAggregate`], a scan of the last-value
+//! cache, or a scan of the table that reads one partition (its regions all in one).
 //!
 //! Each of these leaves has one partition and sorts nothing by itself, so DataFusion's physical
 //! optimiser passes (distribution, sort enforcement, projection and limit push-down, batch
@@ -18,6 +19,7 @@ use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext
 use datafusion::logical_expr::{Expr, LogicalPlan};
 use datafusion::physical_expr::{LexOrdering, create_physical_expr, create_physical_sort_exprs};
 use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::limit::GlobalLimitExec;
 use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::sorts::sort::SortExec;
@@ -100,9 +102,6 @@ pub fn plan<'a>(
                 let Some(t) = provider.downcast_ref::<TemporaTable>() else {
                     return Ok(None);
                 };
-                if !t.is_latest() {
-                    return Ok(None);
-                }
                 let p = datafusion::catalog::TableProvider::scan(
                     t,
                     session,
@@ -111,7 +110,24 @@ pub fn plan<'a>(
                     s.fetch,
                 )
                 .await?;
-                Ok(Some(p))
+                // A scan of regions spread over several partitions needs DataFusion's
+                // distribution passes above it (a sort merges them); one partition does not.
+                let one = p.properties().output_partitioning().partition_count() == 1;
+                Ok((t.is_latest() || one).then_some(p))
+            }
+            LogicalPlan::Filter(f) => {
+                let Some(input) = self::plan(&f.input, session).await? else {
+                    return Ok(None);
+                };
+                // A predicate DataFusion plans specially (a subquery) goes its usual way.
+                let Ok(predicate) =
+                    create_physical_expr(&f.predicate, f.input.schema(), props, &ctx)
+                else {
+                    return Ok(None);
+                };
+                let filter: Arc<dyn ExecutionPlan> =
+                    Arc::new(FilterExec::try_new(predicate, input)?);
+                Ok(Some(filter))
             }
             _ => Ok(None),
         }
