@@ -7,6 +7,7 @@
 //! | [`gap_fill::GapFillExec`] | [`crate::nodes::GapFill`] |
 //! | [`aggregate::AggregateExec`] | [`crate::nodes::TemporaAggregate`] (folds with [`fold`], filters with [`filter`]) |
 
+mod acc;
 pub mod aggregate;
 pub mod direct;
 pub mod filter;
