@@ -28,6 +28,8 @@ use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::execution::{SendableRecordBatchStream, SessionState, TaskContext};
 use datafusion::logical_expr::LogicalPlan;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::execution_plan::reset_plan_states;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::sqlparser::ast;
 use futures::StreamExt;
@@ -97,6 +99,9 @@ pub enum PreparedKind {
         plan: Arc<LogicalPlan>,
         /// Values of the placeholders after the client's.
         literals: Vec<ScalarValue>,
+        /// The physical plan of `plan`, kept when `plan` has no parameters and the plan may be
+        /// run again after its states are reset ([`crate::exec::replay`]).
+        physical: Option<Arc<dyn ExecutionPlan>>,
     },
     Command(Command),
     Insert(SimpleInsertPlan),
@@ -118,7 +123,7 @@ impl Prepared {
     /// The types of the client's parameters `$1…$n` (`None`: not known).
     pub fn param_types(&self) -> Vec<Option<DataType>> {
         match &self.kind {
-            PreparedKind::Query { plan, literals } => {
+            PreparedKind::Query { plan, literals, .. } => {
                 let types = crate::params::parameter_types(plan).unwrap_or_default();
                 let n = client_params(&types, literals.len());
                 (1..=n)
@@ -310,6 +315,11 @@ impl QueryService {
         self.cache.len()
     }
 
+    /// Statements kept by their text in the plan cache now.
+    pub fn cache_texts_len(&self) -> usize {
+        self.cache.texts_len()
+    }
+
     /// Forgets the sessions of a dropped database.
     pub fn forget(&self, db: &str) {
         self.contexts.write().remove(db);
@@ -336,6 +346,25 @@ impl QueryService {
         crate::cache::prepare(self, &state, db, opts, stmt).await
     }
 
+    /// The statement prepared for text `sql` before, ready to run, when the plan cache kept it
+    /// ([`crate::cache::text`]). `None`: parse the text and prepare its statements.
+    pub fn recall(&self, db: &str, opts: &QueryOptions, sql: &str) -> Option<Arc<Prepared>> {
+        self.cache.recall(db, opts, &self.limits, sql, &self.dbs)
+    }
+
+    /// Prepares `stmt`, the only statement of text `sql`, as [`Self::prepare`] does, and keeps
+    /// it by its text when it is a query without parameters, for [`Self::recall`].
+    pub async fn prepare_text(
+        &self,
+        db: &str,
+        opts: &QueryOptions,
+        sql: &str,
+        stmt: &Statement,
+    ) -> Result<Arc<Prepared>> {
+        let state = self.state(db, opts)?;
+        crate::cache::text::prepare_text(self, &state, db, opts, sql, stmt).await
+    }
+
     /// Plans `stmt` without the cache: the plan and the literals it was given for.
     pub async fn plan_statement(
         &self,
@@ -350,6 +379,7 @@ impl QueryService {
                 PreparedKind::Query {
                     plan: Arc::new(plan),
                     literals: Vec::new(),
+                    physical: None,
                 }
             }
             Planned::Command(c) => PreparedKind::Command(c),
@@ -373,7 +403,20 @@ impl QueryService {
         now_ns: i64,
     ) -> Result<Output> {
         match &p.kind {
-            PreparedKind::Query { plan, literals } => {
+            PreparedKind::Query {
+                physical: Some(physical),
+                ..
+            } if params.is_empty() => {
+                let state = self.state(db, opts)?;
+                let physical = reset_plan_states(physical.clone())?;
+                let task = Arc::new(self.task_context(&state, opts));
+                let stream = datafusion::physical_plan::execute_stream(physical, task)?;
+                Ok(Output::Rows {
+                    schema: stream.schema(),
+                    stream,
+                })
+            }
+            PreparedKind::Query { plan, literals, .. } => {
                 let state = self.state(db, opts)?;
                 let plan = crate::params::bind(plan, params, literals)?;
                 let dml = is_dml(&plan);
@@ -482,7 +525,16 @@ impl QueryService {
         opts: &mut QueryOptions,
         params: Vec<ScalarValue>,
     ) -> Result<QueryOutput> {
-        let stmts = self.parse(sql)?;
+        let recalled = params
+            .is_empty()
+            .then(|| self.recall(db, opts, sql))
+            .flatten();
+        let stmts = match &recalled {
+            Some(p) => vec![p.statement.clone()],
+            None => self.parse(sql)?,
+        };
+        // One query without parameters is kept by its text.
+        let by_text = stmts.len() == 1 && params.is_empty();
         let mut last = QueryOutput {
             schema: Arc::new(Schema::empty()),
             batches: Vec::new(),
@@ -491,7 +543,11 @@ impl QueryService {
             let timeout = self.timeout_for(opts);
             let max_rows = opts.max_rows;
             let run = async {
-                let p = self.prepare(db, opts, stmt).await?;
+                let p = match &recalled {
+                    Some(p) => p.clone(),
+                    None if by_text => self.prepare_text(db, opts, sql, stmt).await?,
+                    None => self.prepare(db, opts, stmt).await?,
+                };
                 let out = self.execute(db, opts, &p, params.clone(), now_ns).await?;
                 collect(out, max_rows).await
             };

@@ -45,7 +45,7 @@ pub async fn measure(q: &QueryService, db: &str, sql: &str, runs: u32) -> Result
         let t = Instant::now();
         let p = q.prepare(db, &opts, &stmt).await?;
         s.prepare = t.elapsed();
-        let PreparedKind::Query { plan, literals } = &p.kind else {
+        let PreparedKind::Query { plan, literals, .. } = &p.kind else {
             return Err(QueryError::Sql("not a query".into()));
         };
         let t = Instant::now();

@@ -116,3 +116,89 @@ async fn the_cache_holds_at_most_its_limit() {
     common::table(&q, "SELECT max(v) FROM cpu").await;
     assert_eq!((q.cache_len(), hits(&q)), (0, 0));
 }
+
+fn text_hits(q: &QueryService) -> u64 {
+    q.cache_stats().text_hits.load(Ordering::Relaxed)
+}
+
+#[tokio::test]
+async fn a_repeated_text_runs_again_and_reads_the_rows_written_since() {
+    let (_e, q) = loaded(QueryLimits::default()).await;
+    let newest = "SELECT date_trunc('minute', time) AS m, max(v) AS x FROM cpu \
+                  GROUP BY m ORDER BY m DESC LIMIT 1";
+    let rows = "SELECT * FROM cpu WHERE host = 'b' ORDER BY time";
+    let filtered = "SELECT date_trunc('minute', time) AS m, max(v) AS x FROM cpu \
+                    GROUP BY m HAVING max(v) > 0 ORDER BY x DESC LIMIT 1";
+    for sql in [newest, rows, filtered] {
+        common::table(&q, sql).await;
+    }
+    let before = text_hits(&q);
+    let first = common::table(&q, newest).await;
+    assert!(
+        first.contains("00:02:00") && first.contains("3.5"),
+        "{first}"
+    );
+    assert_eq!(
+        text_hits(&q),
+        before + 1,
+        "the second run is the text's entry"
+    );
+    common::exec(
+        &q,
+        "INSERT INTO cpu (time, host, v, n) VALUES ('2024-01-01T00:05:00Z', 'b', 9.5, 4)",
+    )
+    .await;
+    // The kept TopK runs again with fresh state: the newer, larger row is seen.
+    let second = common::table(&q, newest).await;
+    assert!(
+        second.contains("00:05:00") && second.contains("9.5"),
+        "{second}"
+    );
+    // A kept scan is planned again: its regions are those of now.
+    let scanned = common::table(&q, rows).await;
+    assert!(
+        scanned.contains("3.5") && scanned.contains("9.5"),
+        "{scanned}"
+    );
+    let top = common::table(&q, filtered).await;
+    assert!(top.contains("9.5") && !top.contains("3.5"), "{top}");
+    assert_eq!(text_hits(&q), before + 4);
+}
+
+#[tokio::test]
+async fn texts_of_the_current_time_parameters_or_two_statements_are_not_kept() {
+    let (_e, q) = loaded(QueryLimits::default()).await;
+    for sql in [
+        "SELECT count(*) FROM cpu WHERE time < now()",
+        "SELECT max(v) FROM cpu; SELECT min(v) FROM cpu",
+        "SHOW TABLES",
+    ] {
+        common::table(&q, sql).await;
+        common::table(&q, sql).await;
+    }
+    let mut opts = tempora_query::QueryOptions::default();
+    let with_param = "SELECT max(v) FROM cpu WHERE n < $1";
+    for _ in 0..2 {
+        let out = q
+            .run("db", with_param, 0, &mut opts, vec![2i64.into()])
+            .await
+            .unwrap();
+        assert_eq!(out.batches[0].num_rows(), 1);
+    }
+    assert_eq!((text_hits(&q), q.cache_texts_len()), (0, 0));
+}
+
+#[tokio::test]
+async fn kept_texts_follow_the_limit_and_dropped_databases() {
+    let limits = QueryLimits {
+        plan_cache_entries: 2,
+        ..QueryLimits::default()
+    };
+    let (_e, q) = loaded(limits).await;
+    for f in ["max", "min", "sum", "avg"] {
+        common::table(&q, &format!("SELECT {f}(v) FROM cpu")).await;
+    }
+    assert_eq!(q.cache_texts_len(), 2);
+    q.forget("db");
+    assert_eq!(q.cache_texts_len(), 0);
+}

@@ -109,11 +109,13 @@ impl PgDispatch {
         }
     }
 
-    /// Prepares and executes one statement (not a session statement) for `client`.
+    /// Prepares and executes one statement (not a session statement) for `client`. `text`:
+    /// the statement is the whole text the client sent (kept by its text when it can be).
     async fn run<C>(
         &self,
         client: &mut C,
         prepared: Option<Arc<Prepared>>,
+        text: Option<&str>,
         stmt: &Statement,
         params: Vec<ScalarValue>,
         format: &Format,
@@ -125,9 +127,10 @@ impl PgDispatch {
         let mut opts = pg_limits::options(client);
         let guard = self.guard(client, &opts);
         let work = async {
-            let p = match prepared {
-                Some(p) => p,
-                None => self.query.prepare(&db, &opts, stmt).await?,
+            let p = match (prepared, text) {
+                (Some(p), _) => p,
+                (None, Some(sql)) => self.query.prepare_text(&db, &opts, sql, stmt).await?,
+                (None, None) => self.query.prepare(&db, &opts, stmt).await?,
             };
             let now = crate::state::now_ns();
             self.query.execute(&db, &mut opts, &p, params, now).await
@@ -237,6 +240,13 @@ impl QueryParser for DispatchParser {
         C: ClientInfo + Unpin + Send + Sync,
     {
         let d = self.dispatch();
+        let db = d.database(client);
+        let opts = pg_limits::options(client);
+        if let Some(p) = d.query.recall(&db, &opts, sql) {
+            let ast = ast_of(&p.statement);
+            let plan = PreparedNode::plan(p).map_err(|e| PgWireError::ApiError(Box::new(e)))?;
+            return Ok(Some((sql.to_string(), Some((ast, plan)))));
+        }
         let mut stmts = d.query.parse(sql).map_err(user_error)?;
         let stmt = match (stmts.pop(), stmts.is_empty()) {
             (None, _) => return Ok(None),
@@ -247,7 +257,6 @@ impl QueryParser for DispatchParser {
                 )));
             }
         };
-        let db = d.database(client);
         if let Statement::Session(s) = &stmt {
             let ctx = d.context(&db)?;
             for hook in &d.hooks {
@@ -265,10 +274,9 @@ impl QueryParser for DispatchParser {
                 Some((sql.to_string(), Some(((**s).clone(), plan))))
             });
         }
-        let opts = pg_limits::options(client);
         let prepared = d
             .query
-            .prepare(&db, &opts, &stmt)
+            .prepare_text(&db, &opts, sql, &stmt)
             .await
             .map_err(user_error)?;
         let plan = PreparedNode::plan(prepared).map_err(|e| PgWireError::ApiError(Box::new(e)))?;
@@ -315,7 +323,24 @@ impl SimpleQueryHandler for PgDispatch {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let started = std::time::Instant::now();
+        let opts = pg_limits::options(client);
+        if let Some(p) = self.query.recall(&self.database(client), &opts, query) {
+            let stmt = p.statement.clone();
+            let r = self
+                .run(
+                    client,
+                    Some(p),
+                    None,
+                    &stmt,
+                    Vec::new(),
+                    &Format::UnifiedText,
+                )
+                .await;
+            self.latency.observe(started.elapsed());
+            return Ok(vec![r?]);
+        }
         let stmts = self.query.parse(query).map_err(user_error)?;
+        let text = (stmts.len() == 1).then_some(query);
         if stmts.is_empty() {
             return Ok(vec![Response::EmptyQuery]);
         }
@@ -324,7 +349,7 @@ impl SimpleQueryHandler for PgDispatch {
             let r = match stmt {
                 Statement::Session(s) => self.session(client, s).await,
                 _ => {
-                    self.run(client, None, stmt, Vec::new(), &Format::UnifiedText)
+                    self.run(client, None, text, stmt, Vec::new(), &Format::UnifiedText)
                         .await
                 }
             };
@@ -376,6 +401,7 @@ impl ExtendedQueryHandler for PgDispatch {
                 self.run(
                     client,
                     Some(p.clone()),
+                    None,
                     &statement,
                     params,
                     &portal.result_column_format,

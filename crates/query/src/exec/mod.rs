@@ -6,6 +6,8 @@
 //! | [`scan::TemporaScanExec`] | a Tempora table's `scan` |
 //! | [`gap_fill::GapFillExec`] | [`crate::nodes::GapFill`] |
 //! | [`aggregate::AggregateExec`] | [`crate::nodes::TemporaAggregate`] (folds with [`fold`], filters with [`filter`]) |
+//!
+//! [`replay`] says which physical plans the plan cache may run again.
 
 mod acc;
 pub mod aggregate;
@@ -14,4 +16,5 @@ pub mod filter;
 pub mod fold;
 pub mod gap_fill;
 pub mod planner;
+pub mod replay;
 pub mod scan;

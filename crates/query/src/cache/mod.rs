@@ -1,10 +1,21 @@
 //! The plan cache: optimised plans kept for reuse, so a repeated query (a dashboard's, a
 //! benchmark's, a prepared statement's) skips DataFusion's planning and optimisation.
 //!
-//! - **Key**: the database, the settings that change plans (`tempora.operators`,
-//!   `tempora.last_value_cache`), and the query normalised ([`crate::sql::normalize`]): its
-//!   comparison literals turned into parameters, with their kinds. The literals of this run
-//!   are bound as parameters when it executes, after the client's own.
+//! Two kinds of entry, in two maps of the same limit:
+//!
+//! - **Plans by normalised statement**. Key: the database, the settings that change plans
+//!   (`tempora.operators`, `tempora.last_value_cache`), and the query normalised
+//!   ([`crate::sql::normalize`]): its comparison literals turned into parameters, with their
+//!   kinds. The literals of this run are bound as parameters when it executes, after the
+//!   client's own. Texts that differ only in literals share one entry.
+//! - **Statements by text** ([`text`]). Key: the database, those settings and the text as the
+//!   client sent it, when it is one query without client parameters. The entry is ready to
+//!   run: parsed, planned, its literals bound, and, when every operator of its physical plan
+//!   reads at run time ([`crate::exec::replay`]), its physical plan too, run again after its
+//!   states are reset. A repeated text (a dashboard panel, a TSBS query) then skips the
+//!   parser, the normaliser, binding and physical planning.
+//!
+//! Both:
 //! - **Validity**: an entry keeps the schema snapshot of every Tempora table its plan reads;
 //!   it is used only while each is still the engine's current schema (`Arc::ptr_eq`), so a new
 //!   column, a dropped or re-created table makes the query be planned again. Dropping a
@@ -13,11 +24,14 @@
 //!   statements that read the current time (`now()` is folded into the plan), commands,
 //!   `EXPLAIN`, inserts, deletes, catalog listings, or a query whose literals cannot be bound
 //!   to its plan's parameters without changing their value (an integer column compared with
-//!   `2.5`): those are planned each time.
-//! - **Limit**: at most `plan_cache_entries` (`QueryLimits`) plans; the least recently used
-//!   is dropped for a new one. 0 turns the cache off.
+//!   `2.5`): those are planned each time (the last kind is kept by text, planned as written).
+//! - **Limit**: at most `plan_cache_entries` (`QueryLimits`) entries in each map, the least
+//!   recently used dropped for a new one; texts longer than [`text::TEXT_BYTES_MAX`] are not
+//!   kept. 0 turns the cache off.
 
-use std::collections::HashMap;
+mod lru;
+pub mod text;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -25,7 +39,6 @@ use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::datasource::source_as_provider;
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::LogicalPlan;
-use parking_lot::Mutex;
 use tempora_model::TableSchema;
 
 use crate::catalog::Databases;
@@ -40,11 +53,22 @@ use crate::table::TemporaTable;
 /// Plans kept by default.
 pub const DEFAULT_ENTRIES: usize = 1024;
 
-struct Entry {
-    plan: Arc<datafusion::logical_expr::LogicalPlan>,
+/// What both maps keep: a value with the schema snapshots it was made with.
+struct Entry<V> {
+    value: V,
     /// (engine table name, the schema snapshot the plan was made with).
     tables: Vec<(String, Arc<TableSchema>)>,
-    used: AtomicU64,
+}
+
+impl<V> Entry<V> {
+    /// Whether every table is still at the snapshot the entry was made with.
+    fn current(&self, dbs: &Databases) -> bool {
+        self.tables.iter().all(|(name, snap)| {
+            dbs.engine()
+                .schema(name)
+                .is_some_and(|now| Arc::ptr_eq(&now, snap))
+        })
+    }
 }
 
 /// Counters of the cache (for `/metrics` and tests).
@@ -52,12 +76,13 @@ struct Entry {
 pub struct CacheStats {
     pub hits: AtomicU64,
     pub misses: AtomicU64,
+    /// Statements answered by their text ([`text`]).
+    pub text_hits: AtomicU64,
 }
 
 pub struct PlanCache {
-    capacity: usize,
-    entries: Mutex<HashMap<String, Arc<Entry>>>,
-    clock: AtomicU64,
+    plans: lru::Lru<Entry<Arc<LogicalPlan>>>,
+    texts: lru::Lru<Entry<Arc<Prepared>>>,
     pub stats: CacheStats,
 }
 
@@ -70,15 +95,20 @@ struct Keyed {
 impl PlanCache {
     pub fn new(capacity: usize) -> Self {
         Self {
-            capacity,
-            entries: Mutex::new(HashMap::new()),
-            clock: AtomicU64::new(0),
+            plans: lru::Lru::new(capacity),
+            texts: lru::Lru::new(capacity),
             stats: CacheStats::default(),
         }
     }
 
+    /// Plans kept by normalised statement.
     pub fn len(&self) -> usize {
-        self.entries.lock().len()
+        self.plans.len()
+    }
+
+    /// Statements kept by text.
+    pub fn texts_len(&self) -> usize {
+        self.texts.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -86,7 +116,7 @@ impl PlanCache {
     }
 
     fn key(&self, db: &str, flags: (bool, bool), stmt: &Statement) -> Option<Keyed> {
-        if self.capacity == 0 {
+        if self.plans.capacity() == 0 {
             return None;
         }
         let Statement::Query(q) = stmt else {
@@ -123,54 +153,44 @@ impl PlanCache {
         dbs: &Databases,
     ) -> Option<Arc<Prepared>> {
         let keyed = self.key(db, flags(opts, limits), stmt)?;
-        let entry = self.entries.lock().get(&keyed.key).cloned();
-        let Some(entry) = entry else {
-            self.stats.misses.fetch_add(1, Ordering::Relaxed);
-            return None;
-        };
-        let current = entry.tables.iter().all(|(name, snap)| {
-            dbs.engine()
-                .schema(name)
-                .is_some_and(|now| Arc::ptr_eq(&now, snap))
-        });
-        if !current {
-            self.entries.lock().remove(&keyed.key);
-            self.stats.misses.fetch_add(1, Ordering::Relaxed);
-            return None;
-        }
-        entry.used.store(
-            self.clock.fetch_add(1, Ordering::Relaxed),
-            Ordering::Relaxed,
-        );
-        self.stats.hits.fetch_add(1, Ordering::Relaxed);
+        let plan = self.plan_of(&keyed.key, dbs)?;
         Some(Arc::new(Prepared {
             statement: stmt.clone(),
             kind: PreparedKind::Query {
-                plan: entry.plan.clone(),
+                plan,
                 literals: keyed.normalized.literals,
+                physical: None,
             },
         }))
     }
 
-    fn put(&self, key: String, plan: Arc<LogicalPlan>, tables: Vec<(String, Arc<TableSchema>)>) {
-        let mut entries = self.entries.lock();
-        if entries.len() >= self.capacity && !entries.contains_key(&key) {
-            let oldest = entries
-                .iter()
-                .min_by_key(|(_, e)| e.used.load(Ordering::Relaxed))
-                .map(|(k, _)| k.clone());
-            if let Some(k) = oldest {
-                entries.remove(&k);
-            }
-        }
-        let used = AtomicU64::new(self.clock.fetch_add(1, Ordering::Relaxed));
-        entries.insert(key, Arc::new(Entry { plan, tables, used }));
+    /// The plan kept under `key`, when its tables are as they were.
+    fn plan_of(&self, key: &str, dbs: &Databases) -> Option<Arc<LogicalPlan>> {
+        let Some(entry) = self.plans.get(key).filter(|e| e.current(dbs)) else {
+            self.plans.remove(key);
+            self.stats.misses.fetch_add(1, Ordering::Relaxed);
+            return None;
+        };
+        self.stats.hits.fetch_add(1, Ordering::Relaxed);
+        Some(entry.value.clone())
     }
 
-    /// Forgets every plan of database `db`.
+    fn put(&self, key: String, plan: Arc<LogicalPlan>) {
+        let tables = tables(&plan);
+        self.plans.put(
+            key,
+            Arc::new(Entry {
+                value: plan,
+                tables,
+            }),
+        );
+    }
+
+    /// Forgets every plan and text of database `db`.
     pub fn forget_database(&self, db: &str) {
         let prefix = format!("{db}\u{0}");
-        self.entries.lock().retain(|k, _| !k.starts_with(&prefix));
+        self.plans.forget_prefix(&prefix);
+        self.texts.forget_prefix(&prefix);
     }
 }
 
@@ -194,6 +214,17 @@ pub async fn prepare(
     let Some(keyed) = cache.key(db, flags(opts, service.limits()), stmt) else {
         return Ok(Arc::new(service.plan_statement(state, db, stmt).await?));
     };
+    prepare_keyed(service, state, db, stmt, keyed).await
+}
+
+/// Plans the query `stmt` of key `keyed` in its normalised form and keeps the plan.
+async fn prepare_keyed(
+    service: &QueryService,
+    state: &SessionState,
+    db: &str,
+    stmt: &Statement,
+    keyed: Keyed,
+) -> Result<Arc<Prepared>> {
     let Statement::Query(q) = stmt else {
         unreachable!("only queries are keyed");
     };
@@ -215,10 +246,14 @@ pub async fn prepare(
     if crate::params::check_literals(&plan, &literals).is_err() {
         return Ok(Arc::new(service.plan_statement(state, db, stmt).await?));
     }
-    cache.put(keyed.key, plan.clone(), tables(&plan));
+    service.cache.put(keyed.key, plan.clone());
     Ok(Arc::new(Prepared {
         statement: stmt.clone(),
-        kind: PreparedKind::Query { plan, literals },
+        kind: PreparedKind::Query {
+            plan,
+            literals,
+            physical: None,
+        },
     }))
 }
 
