@@ -202,3 +202,13 @@ async fn kept_texts_follow_the_limit_and_dropped_databases() {
     q.forget("db");
     assert_eq!(q.cache_texts_len(), 0);
 }
+
+#[tokio::test]
+async fn latest_rows_by_distinct_on_are_kept_by_text() {
+    let (_e, q) = loaded(QueryLimits::default()).await;
+    let sql = "SELECT DISTINCT ON (host) time, host, v FROM cpu ORDER BY host, time DESC;";
+    let first = common::table(&q, sql).await;
+    let second = common::table(&q, sql).await;
+    assert_eq!(first, second);
+    assert_eq!(text_hits(&q), 1);
+}

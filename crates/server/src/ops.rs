@@ -70,6 +70,23 @@ pub async fn metrics(State(s): State<Arc<AppState>>) -> Response {
         for (name, help, v) in inner.engine.metrics().counters() {
             counter(name, help, v);
         }
+        let plans = inner.query.cache_stats();
+        let load = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+        counter(
+            "tempora_plan_cache_hits_total",
+            "Queries planned from the plan cache's plan of their normalised statement.",
+            load(&plans.hits),
+        );
+        counter(
+            "tempora_plan_cache_misses_total",
+            "Cacheable queries the plan cache had no current plan for.",
+            load(&plans.misses),
+        );
+        counter(
+            "tempora_plan_cache_text_hits_total",
+            "Queries run from the plan cache's entry for their text.",
+            load(&plans.text_hits),
+        );
         let g = &inner.gate.metrics;
         counter(
             "tempora_ingest_queue_full_total",

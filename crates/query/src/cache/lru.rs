@@ -1,21 +1,15 @@
 //! [`Lru`]: at most `capacity` entries keyed by text, the least recently used dropped for a new
-//! one. Shared and synchronous: a lookup takes a lock for a hash probe, never across an await.
+//! one, every operation O(1) (the index crate's [`LruCache`], each entry weighing 1). Shared and
+//! synchronous: a lookup takes a lock for a hash probe, never across an await.
 
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
-
-struct Slot<V> {
-    value: Arc<V>,
-    used: AtomicU64,
-}
+use tempora_index::LruCache;
 
 pub struct Lru<V> {
     capacity: usize,
-    entries: Mutex<HashMap<String, Slot<V>>>,
-    clock: AtomicU64,
+    entries: Mutex<LruCache<String, Arc<V>>>,
 }
 
 impl<V> Lru<V> {
@@ -23,8 +17,7 @@ impl<V> Lru<V> {
     pub fn new(capacity: usize) -> Self {
         Self {
             capacity,
-            entries: Mutex::new(HashMap::new()),
-            clock: AtomicU64::new(0),
+            entries: Mutex::new(LruCache::new(capacity, |_, _| 1)),
         }
     }
 
@@ -38,43 +31,37 @@ impl<V> Lru<V> {
 
     /// The value of `key`, marked most recently used.
     pub fn get(&self, key: &str) -> Option<Arc<V>> {
-        let entries = self.entries.lock();
-        let slot = entries.get(key)?;
-        slot.used.store(self.tick(), Ordering::Relaxed);
-        Some(slot.value.clone())
+        self.entries.lock().get(key).cloned()
     }
 
-    /// Keeps `value` under `key`, dropping the least recently used entry when full.
+    /// Keeps `value` under `key`, dropping the least recently used entry when full. What
+    /// leaves the cache is dropped after the lock is released.
     pub fn put(&self, key: String, value: Arc<V>) {
-        if self.capacity == 0 {
-            return;
-        }
-        let mut entries = self.entries.lock();
-        if entries.len() >= self.capacity && !entries.contains_key(&key) {
-            let oldest = entries
-                .iter()
-                .min_by_key(|(_, s)| s.used.load(Ordering::Relaxed))
-                .map(|(k, _)| k.clone());
-            if let Some(k) = oldest {
-                entries.remove(&k);
-            }
-        }
-        let used = AtomicU64::new(self.tick());
-        entries.insert(key, Slot { value, used });
-        debug_assert!(entries.len() <= self.capacity);
+        let gone = {
+            let mut entries = self.entries.lock();
+            let gone = entries.insert(key, value);
+            debug_assert!(entries.len() <= self.capacity);
+            gone
+        };
+        drop(gone);
     }
 
     pub fn remove(&self, key: &str) {
-        self.entries.lock().remove(key);
+        let gone = self.entries.lock().remove(key);
+        drop(gone);
     }
 
     /// Drops every entry whose key starts with `prefix`.
     pub fn forget_prefix(&self, prefix: &str) {
-        self.entries.lock().retain(|k, _| !k.starts_with(prefix));
-    }
-
-    fn tick(&self) -> u64 {
-        self.clock.fetch_add(1, Ordering::Relaxed)
+        let mut entries = self.entries.lock();
+        let keys: Vec<String> = entries
+            .keys()
+            .filter(|k| k.starts_with(prefix))
+            .cloned()
+            .collect();
+        for k in keys {
+            entries.remove(&k);
+        }
     }
 }
 
