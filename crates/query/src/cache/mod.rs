@@ -83,6 +83,8 @@ pub struct CacheStats {
 pub struct PlanCache {
     plans: lru::Lru<Entry<Arc<LogicalPlan>>>,
     texts: lru::Lru<Entry<Arc<Prepared>>>,
+    /// Texts seen once, which a second sighting admits to `texts` ([`text`]).
+    seen: text::Doorkeeper,
     pub stats: CacheStats,
 }
 
@@ -97,6 +99,7 @@ impl PlanCache {
         Self {
             plans: lru::Lru::new(capacity),
             texts: lru::Lru::new(capacity),
+            seen: text::Doorkeeper::new(capacity),
             stats: CacheStats::default(),
         }
     }

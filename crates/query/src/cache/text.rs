@@ -8,9 +8,19 @@
 //! Only a text that is one query, without client parameters, that the plan cache would key
 //! ([`super::PlanCache`]'s rules: no `now()`, no commands) and at most [`TEXT_BYTES_MAX`] long is
 //! kept. Validity is the plan cache's: the schema snapshots of the tables the plan reads.
+//!
+//! Admission: a text is kept the second time it is seen. A stream of texts that never repeat
+//! (TSBS draws new hosts and times for every query) would otherwise pay for an entry per
+//! query, evict one and drop it, for nothing. The [`Doorkeeper`] remembers hashes of texts seen
+//! once, at most [`SEEN_PER_ENTRY`] per entry of the cache, forgetting them all when full; a
+//! hash collision only admits a text early.
 
+use std::collections::HashSet;
+use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+
+use parking_lot::Mutex;
 
 use datafusion::execution::SessionState;
 
@@ -24,6 +34,43 @@ use crate::sql::Statement;
 
 /// Longest text kept (bytes); a longer one is prepared each time through the plan cache.
 pub const TEXT_BYTES_MAX: usize = 16 * 1024;
+
+/// Hashes of texts seen once the doorkeeper holds, per entry of the cache.
+pub const SEEN_PER_ENTRY: usize = 4;
+
+/// The hashes of texts seen once.
+pub struct Doorkeeper {
+    limit: usize,
+    hasher: RandomState,
+    seen: Mutex<HashSet<u64>>,
+}
+
+impl Doorkeeper {
+    pub fn new(entries: usize) -> Self {
+        Self {
+            limit: entries.saturating_mul(SEEN_PER_ENTRY),
+            hasher: RandomState::new(),
+            seen: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// Whether `key` was seen before; remembers it otherwise.
+    pub fn seen_before(&self, key: &str) -> bool {
+        if self.limit == 0 {
+            return false;
+        }
+        let h = self.hasher.hash_one(key);
+        let mut seen = self.seen.lock();
+        if seen.contains(&h) {
+            return true;
+        }
+        if seen.len() >= self.limit {
+            seen.clear();
+        }
+        seen.insert(h);
+        false
+    }
+}
 
 fn text_key(db: &str, flags: (bool, bool), sql: &str) -> String {
     format!(
@@ -75,6 +122,7 @@ pub async fn prepare_text(
     let Some(keyed) = keyed else {
         return service.prepare(db, opts, stmt).await;
     };
+    let key = text_key(db, flags, sql);
     let p = match cache.plan_of(&keyed.key, &service.dbs) {
         Some(plan) => Arc::new(Prepared {
             statement: stmt.clone(),
@@ -89,7 +137,7 @@ pub async fn prepare_text(
     let PreparedKind::Query { plan, literals, .. } = &p.kind else {
         return Ok(p);
     };
-    if !p.param_types().is_empty() {
+    if !p.param_types().is_empty() || !cache.seen.seen_before(&key) {
         return Ok(p);
     }
     let bound = Arc::new(crate::params::bind(plan, Vec::new(), literals)?);
@@ -116,4 +164,27 @@ pub async fn prepare_text(
     };
     cache.texts.put(text_key(db, flags, sql), Arc::new(entry));
     Ok(ready)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_text_is_admitted_on_its_second_sighting_and_the_door_forgets_when_full() {
+        let door = Doorkeeper::new(1); // remembers SEEN_PER_ENTRY hashes
+        assert!(!door.seen_before("a"), "first sighting");
+        assert!(door.seen_before("a"), "second sighting");
+        for t in ["b", "c", "d"] {
+            assert!(!door.seen_before(t));
+        }
+        // Full (a, b, c, d): the next new text clears what it remembered.
+        assert!(!door.seen_before("e"));
+        assert!(
+            !door.seen_before("a"),
+            "forgotten when the door was cleared"
+        );
+        let off = Doorkeeper::new(0);
+        assert!(!off.seen_before("a") && !off.seen_before("a"));
+    }
 }
