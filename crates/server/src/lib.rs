@@ -166,7 +166,7 @@ pub async fn run(
     let inner2 = inner.clone();
     tokio::task::spawn_blocking(move || {
         inner2.gate.shutdown();
-        inner2.engine.flush()
+        inner2.engine.shutdown()
     })
     .await
     .map_err(|e| ServerError::Internal(e.to_string()))??;

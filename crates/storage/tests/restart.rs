@@ -178,3 +178,41 @@ fn prewarm_fills_the_decoded_cache_after_a_restart() {
         "the rest was decoded by the read"
     );
 }
+
+/// Bytes of every WAL segment under `dir`.
+fn wal_bytes(dir: &std::path::Path) -> u64 {
+    walk(&dir.join("wal"))
+        .map(|p| std::fs::metadata(&p).map_or(0, |m| m.len()))
+        .sum()
+}
+
+#[test]
+fn a_clean_close_leaves_no_wal_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows: Vec<(&str, i64, f64)> = (1..=50).map(|i| ("a", i * SEC, i as f64)).collect();
+    let e = open_local(dir.path());
+    write(&e, &rows);
+    assert!(
+        wal_bytes(dir.path()) > 0,
+        "the rows are in the WAL before the close"
+    );
+    e.close().unwrap();
+    assert_eq!(
+        wal_bytes(dir.path()),
+        0,
+        "a clean close flushes and removes the log"
+    );
+    let e = open_local(dir.path());
+    assert_eq!(read_all(&e).len(), 50);
+    // The log starts again after the removal: a write then a stop without a flush (as a
+    // kill) is replayed at the next open, above the sequences the files hold.
+    write(&e, &[("b", 60 * SEC, 1.0)]);
+    assert!(wal_bytes(dir.path()) > 0);
+    drop(e);
+    let e = open_local(dir.path());
+    let all = read_all(&e);
+    assert_eq!(all.len(), 51);
+    assert_eq!(all.get(&("b".to_string(), 60 * SEC)), Some(&Some(1.0)));
+    e.close().unwrap();
+    assert_eq!(wal_bytes(dir.path()), 0);
+}

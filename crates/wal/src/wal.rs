@@ -402,6 +402,29 @@ impl Wal {
         result
     }
 
+    /// Deletes every segment, the last one too, when every committed record has a seq below
+    /// `seq` and nothing is buffered (after a clean shutdown's final flush: no log bytes stay
+    /// behind). Oldest first, so a crash part way leaves a suffix of the log, as
+    /// [`Self::truncate_before`] does. The next commit starts a new segment. Returns whether
+    /// the log was emptied.
+    pub fn remove_all_before(&mut self, seq: SeqNo) -> Result<bool, WalError> {
+        let flushed = self.committed_last.is_none_or(|last| last < seq);
+        if !flushed || self.buf_count > 0 || self.needs_repair {
+            return Ok(false);
+        }
+        self.active = None;
+        while let Some(m) = self.segments.first() {
+            match self.store.remove(&m.name) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(WalError::io("removing", &m.name, e)),
+            }
+            self.segments.remove(0);
+        }
+        debug!(before = seq.0, "removed every wal segment");
+        Ok(true)
+    }
+
     /// Counters since open, plus the current segment count and size.
     pub fn stats(&self) -> WalStats {
         WalStats {

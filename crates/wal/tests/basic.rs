@@ -104,6 +104,32 @@ fn one_commit_larger_than_a_segment_stays_whole() {
 }
 
 #[test]
+fn remove_all_before_empties_a_flushed_log_only() {
+    for (backend_name, b) in Backend::both() {
+        let opts = small(600);
+        let recs = make_records(1, 120, 1, 60);
+        let mut wal = Wal::open(b.store(), opts.clone()).unwrap();
+        write(&mut wal, &recs, 3);
+        assert!(b.segments().len() >= 4, "{backend_name}");
+        for (case, seq) in [("record 120 is not below 120", 120), ("nor below 1", 1)] {
+            assert!(
+                !wal.remove_all_before(SeqNo(seq)).unwrap(),
+                "{backend_name}: {case}"
+            );
+            assert_eq!(replay_all(&wal, 2).unwrap(), recs, "{backend_name}: {case}");
+        }
+        assert!(wal.remove_all_before(SeqNo(121)).unwrap(), "{backend_name}");
+        assert!(b.segments().is_empty(), "{backend_name}: no segment stays");
+        // Appending goes on in a new segment, which a reopen reads.
+        let more = make_records(121, 130, 1, 60);
+        write(&mut wal, &more, 2);
+        drop(wal);
+        let wal = Wal::open(b.store(), opts.clone()).unwrap();
+        assert_eq!(replay_all(&wal, 2).unwrap(), more, "{backend_name}");
+    }
+}
+
+#[test]
 fn truncate_before_removes_whole_old_segments() {
     for (backend_name, b) in Backend::both() {
         let opts = small(600);

@@ -287,6 +287,13 @@ impl Engine {
 
     /// Flushes and stops all threads.
     pub fn close(self) -> Result<()> {
+        self.shutdown()
+    }
+
+    /// Flushes every memtable and stops the threads, for a process that ends; once the final
+    /// flush covers every record, each worker deletes its whole WAL (nothing is left to
+    /// replay). Writes after this fail. Dropping the engine afterwards is harmless.
+    pub fn shutdown(&self) -> Result<()> {
         let r = self.flush();
         self.stop();
         r

@@ -79,6 +79,8 @@ pub(crate) struct Worker {
     pub control: Receiver<Control>,
     pub flusher: Sender<FlushJob>,
     pub last_applied: SeqNo,
+    /// The seq the last successful flush covered (every record up to it is in files).
+    flushed: Option<SeqNo>,
     flush_in_flight: bool,
     flush_waiters: Vec<Sender<Result<()>>>,
     next_flush_attempt: Instant,
@@ -102,6 +104,7 @@ impl Worker {
             control,
             flusher,
             last_applied: SeqNo(0),
+            flushed: None,
             flush_in_flight: false,
             flush_waiters: Vec::new(),
             next_flush_attempt: Instant::now(),
@@ -118,6 +121,7 @@ impl Worker {
             match msg {
                 Ok(Ok(first)) => self.handle_writes(first),
                 Ok(Err(Control::Shutdown(done))) => {
+                    self.release_wal();
                     let _ = done.send(());
                     return;
                 }
@@ -143,6 +147,7 @@ impl Worker {
                 self.flush_in_flight = false;
                 match &result {
                     Ok(()) => {
+                        self.flushed = Some(flush_seq);
                         if let Err(e) = self.wal.truncate_before(flush_seq.next()) {
                             tracing::warn!(worker = self.id, error = %e, "WAL truncation failed");
                         }
@@ -161,6 +166,20 @@ impl Worker {
                 }
             }
             Control::Shutdown(_) => unreachable!("handled in run"),
+        }
+    }
+
+    /// At shutdown, when the last flush covered every record applied, deletes the whole log:
+    /// a clean stop leaves no WAL bytes older than the last flush.
+    fn release_wal(&mut self) {
+        let Some(flushed) = self.flushed else {
+            return;
+        };
+        if self.flush_in_flight || self.last_applied > flushed {
+            return;
+        }
+        if let Err(e) = self.wal.remove_all_before(flushed.next()) {
+            tracing::warn!(worker = self.id, error = %e, "removing the flushed WAL failed");
         }
     }
 
