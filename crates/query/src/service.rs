@@ -529,9 +529,13 @@ impl QueryService {
             .is_empty()
             .then(|| self.recall(db, opts, sql))
             .flatten();
-        let stmts = match &recalled {
-            Some(p) => vec![p.statement.clone()],
-            None => self.parse(sql)?,
+        let parsed;
+        let stmts: &[Statement] = match &recalled {
+            Some(p) => std::slice::from_ref(&p.statement),
+            None => {
+                parsed = self.parse(sql)?;
+                &parsed
+            }
         };
         // One query without parameters is kept by its text.
         let by_text = stmts.len() == 1 && params.is_empty();
@@ -539,7 +543,7 @@ impl QueryService {
             schema: Arc::new(Schema::empty()),
             batches: Vec::new(),
         };
-        for stmt in &stmts {
+        for stmt in stmts {
             let timeout = self.timeout_for(opts);
             let max_rows = opts.max_rows;
             let run = async {

@@ -156,12 +156,18 @@ impl PlanCache {
         dbs: &Databases,
     ) -> Option<Arc<Prepared>> {
         let keyed = self.key(db, flags(opts, limits), stmt)?;
+        self.prepared(&keyed, stmt, dbs)
+    }
+
+    /// `stmt` prepared from the plan kept under its key, with its literals, when the plan's
+    /// tables are as they were.
+    fn prepared(&self, keyed: &Keyed, stmt: &Statement, dbs: &Databases) -> Option<Arc<Prepared>> {
         let plan = self.plan_of(&keyed.key, dbs)?;
         Some(Arc::new(Prepared {
             statement: stmt.clone(),
             kind: PreparedKind::Query {
                 plan,
-                literals: keyed.normalized.literals,
+                literals: keyed.normalized.literals.clone(),
                 physical: None,
             },
         }))

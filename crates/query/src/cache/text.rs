@@ -123,15 +123,8 @@ pub async fn prepare_text(
         return service.prepare(db, opts, stmt).await;
     };
     let key = text_key(db, flags, sql);
-    let p = match cache.plan_of(&keyed.key, &service.dbs) {
-        Some(plan) => Arc::new(Prepared {
-            statement: stmt.clone(),
-            kind: PreparedKind::Query {
-                plan,
-                literals: keyed.normalized.literals,
-                physical: None,
-            },
-        }),
+    let p = match cache.prepared(&keyed, stmt, &service.dbs) {
+        Some(p) => p,
         None => prepare_keyed(service, state, db, stmt, keyed).await?,
     };
     let PreparedKind::Query { plan, literals, .. } = &p.kind else {

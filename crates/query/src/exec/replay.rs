@@ -55,7 +55,8 @@ pub fn replayable(plan: &Arc<dyn ExecutionPlan>) -> bool {
         || any.is::<CoalescePartitionsExec>()
         || any.is::<SortPreservingMergeExec>()
         || any.is::<GapFillExec>();
-    between && !plan.children().is_empty() && plan.children().into_iter().all(replayable)
+    let children = plan.children();
+    between && !children.is_empty() && children.into_iter().all(replayable)
 }
 
 fn has_filter(plan: &Arc<dyn ExecutionPlan>) -> bool {
