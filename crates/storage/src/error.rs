@@ -58,6 +58,8 @@ pub enum StorageError {
     TableExists(String),
     #[error("too many databases: the limit is {0} (max_databases)")]
     TooManyDatabases(usize),
+    #[error("invalid setting {key}: {reason}")]
+    InvalidSetting { key: String, reason: String },
     #[error("the engine is shut down")]
     ShutDown,
     #[error("injected fault: {0}")]
@@ -73,7 +75,7 @@ impl StorageError {
     pub fn http_status(&self) -> u16 {
         use StorageError::*;
         match self {
-            Model(_) | TableNotFound(_) | InvalidDatabase { .. } => 400,
+            Model(_) | TableNotFound(_) | InvalidDatabase { .. } | InvalidSetting { .. } => 400,
             DatabaseNotFound(_) => 404,
             TableExists(_) => 409,
             TooLarge { .. } => 413,
@@ -91,6 +93,7 @@ impl StorageError {
             Model(_) => "22000",
             TableNotFound(_) => "42P01",
             InvalidDatabase { .. } => "42602",
+            InvalidSetting { .. } => "22023",
             DatabaseNotFound(_) => "3D000",
             TableExists(_) => "42P07",
             TooLarge { .. } => "54000",
@@ -129,6 +132,10 @@ impl StorageError {
                 reason: reason.clone(),
             },
             DatabaseNotFound(d) => DatabaseNotFound(d.clone()),
+            InvalidSetting { key, reason } => InvalidSetting {
+                key: key.clone(),
+                reason: reason.clone(),
+            },
             TableExists(t) => TableExists(t.clone()),
             TooManyDatabases(n) => TooManyDatabases(*n),
             ShutDown => ShutDown,

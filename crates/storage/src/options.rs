@@ -13,10 +13,19 @@ pub struct EngineOptions {
     pub worker_queue_capacity: usize,
     /// Most write requests a worker drains into one WAL commit.
     pub max_requests_per_commit: usize,
-    /// Width of a time partition in nanoseconds (regions are partition × bucket).
+    /// Width of a new time partition in nanoseconds before a table's data rate is measured,
+    /// and always when `partition_auto` is off (regions are partition × bucket). Also the
+    /// width data written before partitions were sized to the data was read with.
     pub partition_ns: i64,
-    /// Series-hash buckets per table and partition.
+    /// Size new partitions from the measured data rate (`catalog::partitions`), unless a
+    /// table's or database's `partition` setting fixes it.
+    pub partition_auto: bool,
+    /// Most series-hash buckets of a partition (all of them when `buckets_auto` is off).
     pub buckets: u32,
+    /// Give a new partition one bucket per 25 series of the table, up to `buckets`.
+    pub buckets_auto: bool,
+    /// Retention of tables whose own and database's settings name none (`None`: forever).
+    pub default_ttl_ns: Option<i64>,
     /// WAL durability.
     pub wal_sync: SyncPolicy,
     /// WAL segment size in bytes.
@@ -76,7 +85,10 @@ impl Default for EngineOptions {
             worker_queue_capacity: 256,
             max_requests_per_commit: 64,
             partition_ns: DAY_NS,
+            partition_auto: true,
             buckets: 4,
+            buckets_auto: true,
+            default_ttl_ns: None,
             wal_sync: SyncPolicy::Sync,
             wal_segment_bytes: 64 << 20,
             flush_threshold_bytes: 512 << 20,
@@ -105,7 +117,7 @@ impl Default for EngineOptions {
 impl EngineOptions {
     /// Checks the invariants between options; a clear message names the bad option.
     pub fn validate(&self) -> Result<(), String> {
-        let checks: [(bool, &str); 9] = [
+        let checks: [(bool, &str); 10] = [
             (self.workers >= 1, "workers must be at least 1"),
             (
                 self.worker_queue_capacity >= 1,
@@ -114,8 +126,8 @@ impl EngineOptions {
             (self.partition_ns > 0, "partition_ns must be positive"),
             (self.buckets >= 1, "buckets must be at least 1"),
             (
-                self.compaction_window_ns > 0 && self.partition_ns % self.compaction_window_ns == 0,
-                "compaction_window_ns must divide partition_ns",
+                self.compaction_window_ns > 0,
+                "compaction_window_ns must be positive",
             ),
             (
                 self.write_stall_bytes >= self.flush_threshold_bytes,
@@ -130,10 +142,47 @@ impl EngineOptions {
                 "prewarm_percent must be at most 100",
             ),
             (self.max_databases >= 1, "max_databases must be at least 1"),
+            (
+                self.default_ttl_ns
+                    .is_none_or(|t| t >= crate::catalog::settings::MIN_TTL_NS),
+                "default_ttl_ns must be at least a minute",
+            ),
         ];
         match checks.iter().find(|(ok, _)| !ok) {
             Some((_, msg)) => Err(msg.to_string()),
             None => Ok(()),
+        }
+    }
+}
+
+impl EngineOptions {
+    /// How new partitions are sized when no setting fixes it.
+    pub(crate) fn layout(&self) -> crate::catalog::Layout {
+        crate::catalog::Layout {
+            default_ns: self.partition_ns,
+            auto_width: self.partition_auto,
+            max_buckets: self.buckets,
+            auto_buckets: self.buckets_auto,
+        }
+    }
+
+    /// The server's defaults under every database's settings.
+    pub(crate) fn defaults(&self) -> crate::catalog::settings::Defaults {
+        use crate::catalog::settings::Setting;
+        crate::catalog::settings::Defaults {
+            ttl: self.default_ttl_ns.map_or(Setting::Unbounded, Setting::Ns),
+            partition: match self.partition_auto {
+                true => Setting::Unbounded,
+                false => Setting::Ns(self.partition_ns),
+            },
+        }
+    }
+
+    /// How data written before partitions were sized to the data is read.
+    pub(crate) fn legacy_layout(&self) -> crate::files::manifest::LegacyLayout {
+        crate::files::manifest::LegacyLayout {
+            partition_ns: self.partition_ns,
+            buckets: self.buckets,
         }
     }
 }

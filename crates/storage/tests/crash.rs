@@ -1,5 +1,6 @@
-//! Crash-point enumeration: for flush, manifest edits, compaction, retention and the catalog
-//! (databases created and dropped, a table declared), the file store dies after I/O number k
+//! Crash-point enumeration: for flush, manifest edits, compaction (of current and of ended
+//! partitions), retention and the catalog (databases created and dropped, a table declared,
+//! a table's partition width changed), the file store dies after I/O number k
 //! for every k, unsynced WAL bytes are dropped, and the engine is reopened on what remains.
 //! Every acknowledged row must be there exactly once, every acknowledged catalog change must
 //! hold, a database drop must be all or nothing, and no manifest entry may point at a missing
@@ -12,6 +13,7 @@ use std::sync::Arc;
 
 use common::*;
 use tempora_model::{ColumnKind, FieldType, FieldValue, RowBatchBuilder, TableSchema, Timestamp};
+use tempora_storage::catalog::settings::{Setting, StorageSettings};
 use tempora_storage::clock::ManualClock;
 use tempora_storage::files::Manifest;
 use tempora_storage::files::{FaultPlan, FileStore};
@@ -61,6 +63,8 @@ struct Acked {
     gone_filled: bool,
     /// `drop_database("gone")`.
     gone_dropped: bool,
+    /// `cpu`'s partition width set to 6 h.
+    narrowed: bool,
 }
 
 /// The declared table's schema.
@@ -118,9 +122,18 @@ fn scenario(e: &Engine, clock: &ManualClock) -> Acked {
             let b = try_write(e, "gone.b", round, day);
             acked.gone_filled = gone && !a.is_empty() && !b.is_empty();
         }
+        if round >= 2 {
+            // After the width change: a partition of the new width beside the old ones.
+            acked.rows.extend(try_write(e, "cpu", round, 3 * day));
+        }
         let _ = e.flush();
         if round == 1 {
             acked.gone_dropped = matches!(e.drop_database("gone"), Ok(true));
+            let six_hours = StorageSettings {
+                partition: Some(Setting::Ns(6 * 3600 * SEC)),
+                ttl: None,
+            };
+            acked.narrowed = e.set_table_settings("cpu", six_hours).is_ok();
         }
         if round == 2 {
             let _ = e.compact();
@@ -129,6 +142,8 @@ fn scenario(e: &Engine, clock: &ManualClock) -> Acked {
     let _ = e.set_ttl("cpu", Some(day));
     clock.set(2 * day + 1);
     let _ = e.enforce_retention();
+    // The partitions of day 1 have ended: each compacts into one file.
+    let _ = e.compact();
     acked
 }
 
@@ -159,6 +174,22 @@ fn check_catalog(e: &Engine, acked: &Acked, k: u64) {
     let got = read_table(e, "keep.decl");
     for (key, v) in &acked.declared_rows {
         assert_eq!(got.get(key), Some(v), "k={k}: declared row {key:?} lost");
+    }
+    if acked.narrowed {
+        let (own, _, _) = e.table_settings("cpu").expect("cpu exists");
+        assert_eq!(
+            own.partition,
+            Some(Setting::Ns(6 * 3600 * SEC)),
+            "k={k}: width setting lost"
+        );
+        let spans = e.partitions("cpu");
+        let widths: BTreeSet<i64> = spans.iter().map(|s| s.end - s.start).collect();
+        for pair in spans.windows(2) {
+            assert!(pair[0].end <= pair[1].start, "k={k}: overlapping {pair:?}");
+        }
+        if acked.rows.keys().any(|(_, t)| *t >= 3 * 24 * 3600 * SEC) {
+            assert!(widths.contains(&(6 * 3600 * SEC)), "k={k}: {spans:?}");
+        }
     }
     if acked.gone_dropped {
         assert!(

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use tempora_model::{ModelError, TableId, TableSchema, validate_name};
 
 use super::names::{split, validate_database};
+use super::settings::StorageSettings;
 use super::{Catalog, Table};
 use crate::error::{Result, StorageError};
 use crate::files::manifest::Edit;
@@ -71,9 +72,9 @@ impl Catalog {
         Ok(())
     }
 
-    /// Records database `name`; returns whether it did not exist before (neither created nor
-    /// holding a table).
-    pub fn create_database(&self, name: &str) -> Result<bool> {
+    /// Records database `name` with `settings`; returns whether it did not exist before
+    /// (neither created nor holding a table). One that was created keeps its settings.
+    pub fn create_database(&self, name: &str, settings: StorageSettings) -> Result<bool> {
         validate_database(name)?;
         if self.databases.read().contains(name) {
             return Ok(false);
@@ -87,10 +88,26 @@ impl Catalog {
         if !held && all_databases(&tables, &created).len() >= self.max_databases {
             return Err(StorageError::TooManyDatabases(self.max_databases));
         }
-        self.manifest.lock().commit(vec![Edit::CreateDatabase {
+        let mut edits = vec![Edit::CreateDatabase {
             name: name.to_string(),
-        }])?;
+        }];
+        if settings != StorageSettings::default() {
+            edits.push(Edit::SetDatabaseSettings {
+                name: name.to_string(),
+                settings,
+            });
+        }
+        self.manifest.lock().commit(edits)?;
         created.insert(name.to_string());
+        if settings != StorageSettings::default() {
+            self.db_settings.write().insert(name.to_string(), settings);
+            for (t, table) in tables.iter() {
+                if split(t).is_some_and(|(d, _)| d == name) {
+                    let own = table.settings();
+                    table.set_settings(own, self.effective_for(t, own));
+                }
+            }
+        }
         Ok(!held)
     }
 
@@ -119,20 +136,62 @@ impl Catalog {
         });
         self.manifest.lock().commit(edits)?;
         created.remove(name);
+        self.db_settings.write().remove(name);
         Ok(Some(
             doomed.iter().filter_map(|t| tables.remove(t)).collect(),
         ))
     }
 
-    /// Declares table `name` with `schema` (its name replaced by `name`) in one manifest
-    /// commit; returns whether it was created. A table that exists is refused with
-    /// [`StorageError::TableExists`], or left as it is when `if_not_exists`.
+    /// The settings of database `name` (unset ones come from the server's defaults).
+    pub fn database_settings(&self, name: &str) -> StorageSettings {
+        self.db_settings
+            .read()
+            .get(name)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// Puts `change` over database `name`'s settings, durably, and re-resolves its tables';
+    /// a database that only held tables is recorded as created. Returns the settings now.
+    pub fn set_database_settings(
+        &self,
+        name: &str,
+        change: StorageSettings,
+    ) -> Result<StorageSettings> {
+        validate_database(name)?;
+        let tables = self.tables.read();
+        let mut created = self.databases.write();
+        if !created.contains(name) && !holds_tables(&tables, name) {
+            return Err(StorageError::DatabaseNotFound(name.to_string()));
+        }
+        let merged = self.database_settings(name).merged(change);
+        self.manifest
+            .lock()
+            .commit(vec![Edit::SetDatabaseSettings {
+                name: name.to_string(),
+                settings: merged,
+            }])?;
+        created.insert(name.to_string());
+        self.db_settings.write().insert(name.to_string(), merged);
+        for (t, table) in tables.iter() {
+            if split(t).is_some_and(|(d, _)| d == name) {
+                let own = table.settings();
+                table.set_settings(own, self.effective_for(t, own));
+            }
+        }
+        Ok(merged)
+    }
+
+    /// Declares table `name` with `schema` (its name replaced by `name`) and its own
+    /// `settings` in one manifest commit; returns whether it was created. A table that exists
+    /// is refused with [`StorageError::TableExists`], or left as it is when `if_not_exists`.
     pub fn create_table(
         &self,
         name: &str,
         mut schema: TableSchema,
         if_not_exists: bool,
         max_columns: usize,
+        settings: StorageSettings,
     ) -> Result<bool> {
         check_declared(name, &schema, max_columns)?;
         let mut tables = self.tables.write();
@@ -155,7 +214,7 @@ impl Catalog {
         schema.reindex();
         let mut manifest = self.manifest.lock();
         let id = TableId(manifest.state().next_table_id);
-        manifest.commit(vec![
+        let mut edits = vec![
             Edit::CreateTable {
                 name: name.to_string(),
                 id,
@@ -164,8 +223,17 @@ impl Catalog {
                 name: name.to_string(),
                 schema: schema.clone(),
             },
-        ])?;
-        let table = Table::new(name, id, schema, None);
+        ];
+        if settings != StorageSettings::default() {
+            edits.push(Edit::SetTableSettings {
+                name: name.to_string(),
+                settings,
+            });
+        }
+        manifest.commit(edits)?;
+        drop(manifest);
+        let effective = self.effective_for(name, settings);
+        let table = Table::new(name, id, schema, settings, effective);
         tables.insert(name.to_string(), Arc::new(table));
         Ok(true)
     }

@@ -24,7 +24,9 @@
 
 mod databases;
 pub mod names;
+pub mod partitions;
 pub(crate) mod region;
+pub mod settings;
 pub(crate) mod table;
 
 use std::collections::{BTreeSet, HashMap};
@@ -39,13 +41,19 @@ use crate::files::manifest::{Edit, Manifest};
 
 pub use names::{qualified, split, user_message, validate_database};
 pub(crate) use region::{FileHandle, Region, RegionIo, RegionSnapshot};
-pub(crate) use table::Table;
+pub(crate) use table::{Layout, Table};
+
+use settings::{Defaults, Effective, StorageSettings};
 
 /// Tables and databases by name, the manifest, and the write sequence.
 pub(crate) struct Catalog {
     tables: RwLock<HashMap<String, Arc<Table>>>,
     /// Databases created explicitly (those holding tables exist too).
     databases: RwLock<BTreeSet<String>>,
+    /// Settings of the databases that have any.
+    db_settings: RwLock<HashMap<String, StorageSettings>>,
+    /// The server's defaults under every database's settings.
+    defaults: Defaults,
     manifest: Mutex<Manifest>,
     seq: AtomicU64,
     max_tables: usize,
@@ -54,10 +62,23 @@ pub(crate) struct Catalog {
 
 impl Catalog {
     /// A catalog over a recovered manifest, with no table loaded yet ([`Catalog::restore`]).
-    pub fn new(manifest: Manifest, max_tables: usize, max_databases: usize) -> Self {
+    pub fn new(
+        manifest: Manifest,
+        max_tables: usize,
+        max_databases: usize,
+        defaults: Defaults,
+    ) -> Self {
+        let db_settings = manifest
+            .state()
+            .database_settings
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .collect();
         Self {
             tables: RwLock::new(HashMap::new()),
             databases: RwLock::new(manifest.state().databases.clone()),
+            db_settings: RwLock::new(db_settings),
+            defaults,
             manifest: Mutex::new(manifest),
             seq: AtomicU64::new(0),
             max_tables,
@@ -129,9 +150,37 @@ impl Catalog {
             name: name.to_string(),
             id,
         }])?;
-        let t = Arc::new(Table::new(name, id, TableSchema::new(name), None));
+        let own = StorageSettings::default();
+        let effective = self.effective_for(name, own);
+        let t = Arc::new(Table::new(name, id, TableSchema::new(name), own, effective));
         tables.insert(name.to_string(), t.clone());
         Ok(t)
+    }
+
+    /// What table `name`'s own settings `own` resolve to under its database's and the
+    /// server's.
+    pub fn effective_for(&self, name: &str, own: StorageSettings) -> Effective {
+        let db = split(name)
+            .and_then(|(d, _)| self.db_settings.read().get(d).copied())
+            .unwrap_or_default();
+        settings::resolve(own, db, self.defaults)
+    }
+
+    /// Puts `change` over table `name`'s settings, durably; returns the settings it has now.
+    pub fn set_table_settings(
+        &self,
+        name: &str,
+        change: StorageSettings,
+    ) -> Result<StorageSettings> {
+        let table = self.table(name)?;
+        let _tables = self.tables.read();
+        let merged = table.settings().merged(change);
+        self.commit(vec![Edit::SetTableSettings {
+            name: name.to_string(),
+            settings: merged,
+        }])?;
+        table.set_settings(merged, self.effective_for(name, merged));
+        Ok(merged)
     }
 
     /// Drops a table from the manifest, then from the map; returns it, or `None` when there

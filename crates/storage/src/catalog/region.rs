@@ -249,6 +249,16 @@ impl Region {
         Ok(())
     }
 
+    /// Series in the index (loaded, or as its persisted file says) without loading it.
+    pub fn series_count(&self) -> usize {
+        let slot = self.index.read();
+        match (&slot.loaded, &slot.persisted) {
+            (Some(i), _) => i.len(),
+            (None, Some((_, n))) => *n,
+            (None, None) => 0,
+        }
+    }
+
     /// Whether the series index is in memory (reading it will not touch a file).
     pub fn index_loaded(&self) -> bool {
         self.index.read().loaded.is_some()
@@ -329,8 +339,10 @@ mod tests {
     fn region() -> Arc<Region> {
         let key = RegionKey {
             table: TableId(0),
-            partition: 0,
+            start: 0,
+            end: 1,
             bucket: 0,
+            buckets: 1,
         };
         let limits = IndexLimits::default();
         let io = RegionIo {

@@ -8,7 +8,6 @@ use crossbeam::channel::bounded;
 
 use super::Engine;
 use crate::error::{Result, StorageError};
-use crate::files::manifest::Edit;
 use crate::metrics::Metrics;
 use crate::write::worker::Control;
 
@@ -44,13 +43,12 @@ impl Engine {
 
     /// Sets (or clears) a table's retention; expired partitions are dropped by maintenance.
     pub fn set_ttl(&self, table: &str, ttl_ns: Option<i64>) -> Result<()> {
-        let t = self.catalog.table(table)?;
-        self.catalog.commit(vec![Edit::SetTtl {
-            name: table.into(),
-            ttl_ns,
-        }])?;
-        t.set_ttl_ns(ttl_ns);
-        Ok(())
+        use crate::catalog::settings::{Setting, StorageSettings};
+        let change = StorageSettings {
+            ttl: Some(ttl_ns.map_or(Setting::Unbounded, Setting::Ns)),
+            partition: None,
+        };
+        self.catalog.set_table_settings(table, change).map(drop)
     }
 
     /// Drops a table and all its data; returns whether it existed.

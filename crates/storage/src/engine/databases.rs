@@ -6,6 +6,8 @@
 use tempora_model::TableSchema;
 
 use super::Engine;
+use crate::catalog::partitions::Span;
+use crate::catalog::settings::{Effective, StorageSettings};
 use crate::error::Result;
 
 impl Engine {
@@ -14,7 +16,65 @@ impl Engine {
     /// records it too). Refused: an invalid name ([`crate::StorageError::InvalidDatabase`]),
     /// more than `max_databases` ([`crate::StorageError::TooManyDatabases`]).
     pub fn create_database(&self, name: &str) -> Result<bool> {
-        self.catalog.create_database(name)
+        self.catalog
+            .create_database(name, StorageSettings::default())
+    }
+
+    /// [`Engine::create_database`] with settings (`ttl`, `partition`) for its tables, in the
+    /// same manifest commit. A database that existed keeps its settings.
+    pub fn create_database_with(&self, name: &str, settings: StorageSettings) -> Result<bool> {
+        self.catalog.create_database(name, settings)
+    }
+
+    /// Puts the settings `change` holds over database `name`'s (others keep their value);
+    /// its tables' retention and width of new partitions follow at once. Returns the
+    /// database's settings now.
+    pub fn set_database_settings(
+        &self,
+        name: &str,
+        change: StorageSettings,
+    ) -> Result<StorageSettings> {
+        self.catalog.set_database_settings(name, change)
+    }
+
+    /// Database `name`'s own settings and what a table without settings of its own gets.
+    pub fn database_settings(&self, name: &str) -> (StorageSettings, Effective) {
+        let own = self.catalog.database_settings(name);
+        let probe = crate::catalog::qualified(name, "_");
+        (
+            own,
+            self.catalog
+                .effective_for(&probe, StorageSettings::default()),
+        )
+    }
+
+    /// Puts the settings `change` holds over table `name`'s; returns its settings now. A new
+    /// width applies to partitions made from now on.
+    pub fn set_table_settings(
+        &self,
+        name: &str,
+        change: StorageSettings,
+    ) -> Result<StorageSettings> {
+        self.catalog.set_table_settings(name, change)
+    }
+
+    /// Table `name`'s own settings, the settings in force, and the width its next partition
+    /// would get; `None` when there is no such table.
+    pub fn table_settings(&self, name: &str) -> Option<(StorageSettings, Effective, i64)> {
+        let t = self.catalog.find(name)?;
+        Some((
+            t.settings(),
+            t.effective(),
+            t.new_width(&self.opts.layout()),
+        ))
+    }
+
+    /// Table `name`'s partitions, oldest first (empty when there is no such table).
+    pub fn partitions(&self, name: &str) -> Vec<Span> {
+        self.catalog
+            .find(name)
+            .map(|t| t.spans())
+            .unwrap_or_default()
     }
 
     /// Drops database `name` and every table `name.*` in one manifest commit (a crash leaves
@@ -45,8 +105,19 @@ impl Engine {
         schema: TableSchema,
         if_not_exists: bool,
     ) -> Result<bool> {
+        self.create_table_with(name, schema, if_not_exists, StorageSettings::default())
+    }
+
+    /// [`Engine::create_table`] with the table's own settings, in the same manifest commit.
+    pub fn create_table_with(
+        &self,
+        name: &str,
+        schema: TableSchema,
+        if_not_exists: bool,
+        settings: StorageSettings,
+    ) -> Result<bool> {
         let max_columns = self.opts.max_columns;
         self.catalog
-            .create_table(name, schema, if_not_exists, max_columns)
+            .create_table(name, schema, if_not_exists, max_columns, settings)
     }
 }

@@ -57,6 +57,7 @@ use crate::write::worker::{Control, Worker, WorkerDeps, WriteJob};
 pub use write::WriteOutcome;
 
 /// The I/O an engine runs on: files, WALs and a clock, all injectable.
+#[derive(Clone)]
 pub struct EngineIo {
     pub files: FileStore,
     pub wals: Arc<dyn WalFactory>,
@@ -116,7 +117,11 @@ impl Engine {
     pub fn open(opts: EngineOptions, io: EngineIo) -> Result<Engine> {
         opts.validate()
             .map_err(|m| StorageError::Injected(format!("bad option: {m}")))?;
-        let manifest = Manifest::open(io.files.clone(), opts.manifest_checkpoint_every)?;
+        let manifest = Manifest::open_with(
+            io.files.clone(),
+            opts.manifest_checkpoint_every,
+            opts.legacy_layout(),
+        )?;
         let orphans = manifest.remove_orphans()?;
         if orphans > 0 {
             tracing::info!(
@@ -152,7 +157,12 @@ impl Engine {
         let store = io.files.clone();
         let clock = io.clock.clone();
         let metrics = Arc::new(Metrics::default());
-        let catalog = Arc::new(Catalog::new(manifest, opts.max_tables, opts.max_databases));
+        let catalog = Arc::new(Catalog::new(
+            manifest,
+            opts.max_tables,
+            opts.max_databases,
+            opts.defaults(),
+        ));
         let budget = Arc::new(Budget::new(
             opts.workers,
             opts.write_stall_bytes,
@@ -173,7 +183,6 @@ impl Engine {
         let reader = Reader {
             store: store.clone(),
             caches,
-            partition_ns: opts.partition_ns,
         };
         let out = Output {
             catalog: catalog.clone(),
@@ -189,7 +198,6 @@ impl Engine {
             metrics: metrics.clone(),
         });
         let compaction = CompactionOptions {
-            partition_ns: opts.partition_ns,
             window_ns: opts.compaction_window_ns,
             trigger_files: opts.compaction_trigger_files,
         };
@@ -205,7 +213,6 @@ impl Engine {
             placement: placement.clone(),
             metrics: metrics.clone(),
             clock: clock.clone(),
-            partition_ns: opts.partition_ns,
         });
         Engine {
             opts,
@@ -230,7 +237,7 @@ impl Engine {
             budget: &self.budget,
             metrics: &self.metrics,
             clock: self.clock.as_ref(),
-            partition_ns: self.opts.partition_ns,
+            legacy: self.opts.legacy_layout(),
             workers: self.opts.workers,
             threads: self.opts.replay_threads,
             wal: wal_options(&self.opts),

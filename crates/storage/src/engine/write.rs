@@ -8,6 +8,7 @@ use crossbeam::channel::bounded;
 use tempora_model::{RowBatch, RowRejection, series_hash};
 
 use super::Engine;
+use crate::catalog::partitions::Span;
 use crate::catalog::{Region, Table};
 use crate::error::{Result, StorageError};
 use crate::write::worker::{Control, WriteJob};
@@ -85,7 +86,9 @@ impl Engine {
         })
     }
 
-    /// Groups accepted rows by region and regions by worker.
+    /// Groups accepted rows by region and regions by worker. Each row goes to the partition
+    /// holding its time (made on first use, sized by the table's settings or measured rate)
+    /// and to the bucket its series hashes to among that partition's buckets.
     fn route(
         &self,
         table: &Table,
@@ -93,10 +96,14 @@ impl Engine {
         rejected: &mut Vec<RowRejection>,
     ) -> Vec<Vec<(Arc<Region>, Vec<u32>)>> {
         let opts = &self.opts;
+        let layout = opts.layout();
         let cutoff = table.retention_cutoff(self.clock.now_ns());
+        let sample = RateSample::of(batch);
+        table.observe_rate(sample.rows, sample.series, sample.span_ns);
         let refused: Vec<usize> = rejected.iter().map(|r| r.row).collect();
         let mut skip = refused.into_iter().peekable();
-        let mut by_region: HashMap<(i64, u32), Vec<u32>> = HashMap::new();
+        let mut by_region: HashMap<(i64, u32), (Span, Vec<u32>)> = HashMap::new();
+        let mut last: Option<Span> = None;
         for (i, row) in batch.rows().enumerate() {
             if skip.peek() == Some(&i) {
                 skip.next();
@@ -105,25 +112,63 @@ impl Engine {
             if cutoff.is_some_and(|c| row.time.0 < c) {
                 rejected.push(RowRejection {
                     row: i,
-                    reason: "timestamp is older than the table's retention".into(),
+                    reason: format!(
+                        "timestamp {} is older than the table's retention allows (the oldest \
+                         accepted now is {})",
+                        row.time.0,
+                        cutoff.unwrap_or_default()
+                    ),
                 });
                 continue;
             }
-            let partition = row.time.0.div_euclid(opts.partition_ns);
-            let bucket = (series_hash(row.key) % opts.buckets as u64) as u32;
+            let span = match last {
+                Some(s) if s.contains(row.time.0) => s,
+                _ => table.span_for(row.time.0, &layout, || sample.series as u64),
+            };
+            last = Some(span);
+            let bucket = (series_hash(row.key) % span.buckets as u64) as u32;
             by_region
-                .entry((partition, bucket))
-                .or_default()
+                .entry((span.start, bucket))
+                .or_insert_with(|| (span, Vec::new()))
+                .1
                 .push(i as u32);
         }
         let mut per_worker: Vec<Vec<(Arc<Region>, Vec<u32>)>> =
             (0..opts.workers).map(|_| Vec::new()).collect();
         let mut regions: Vec<_> = by_region.into_iter().collect();
         regions.sort_by_key(|(k, _)| *k);
-        for ((p, b), rows) in regions {
-            let region = self.placement.region_or_create(table, p, b);
+        for ((_, b), (span, rows)) in regions {
+            let region = self.placement.region_or_create(table, span, b);
             per_worker[region.worker()].push((region, rows));
         }
         per_worker
+    }
+}
+
+/// What a batch says about its table's data rate: rows, distinct series and time span of
+/// its first [`RateSample::ROWS`] rows.
+struct RateSample {
+    rows: usize,
+    series: usize,
+    span_ns: i64,
+}
+
+impl RateSample {
+    const ROWS: usize = 1024;
+
+    fn of(batch: &RowBatch) -> RateSample {
+        let mut seen = std::collections::HashSet::new();
+        let (mut lo, mut hi, mut rows) = (i64::MAX, i64::MIN, 0);
+        for row in batch.rows().take(Self::ROWS) {
+            seen.insert(series_hash(row.key));
+            lo = lo.min(row.time.0);
+            hi = hi.max(row.time.0);
+            rows += 1;
+        }
+        RateSample {
+            rows,
+            series: seen.len(),
+            span_ns: hi.saturating_sub(lo).max(0),
+        }
     }
 }

@@ -18,6 +18,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use tempora_model::{TableId, TableSchema};
 
+use crate::catalog::settings::{Setting, StorageSettings};
 use crate::error::{Result, StorageError};
 use crate::files::store::FileStore;
 use crate::maintenance::tombstone::Tombstone;
@@ -27,25 +28,85 @@ const FORMAT_VERSION: u16 = 1;
 const HEADER_LEN: usize = 8 + 2 + 4 + 4;
 const DIR: &str = "manifest";
 
-/// Region address: table × time partition index × series-hash bucket.
+/// Region address: table × time partition (a span of time and its bucket count) × series-hash
+/// bucket.
+///
+/// Format version 1 files written before partitions were sized to the data hold the
+/// partition's index in `partition` (its start divided by the engine's one width) and no
+/// `end` or `buckets`; [`RegionKey::upgrade`] turns them into spans as they are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct RegionKey {
     pub table: TableId,
-    /// Partition start divided by the partition width.
-    pub partition: i64,
+    /// Partition start, ns (inclusive).
+    #[serde(alias = "partition")]
+    pub start: i64,
+    /// Partition end, ns (exclusive).
+    #[serde(default)]
+    pub end: i64,
     pub bucket: u32,
+    /// Buckets of the partition; 0 only in a key read from an older file, before `upgrade`.
+    #[serde(default)]
+    pub buckets: u32,
+}
+
+/// The one partition width and bucket count of data written before partitions were sized to
+/// the data: how older manifests and WAL records are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LegacyLayout {
+    pub partition_ns: i64,
+    pub buckets: u32,
+}
+
+impl Default for LegacyLayout {
+    fn default() -> Self {
+        Self {
+            partition_ns: crate::options::DAY_NS,
+            buckets: 4,
+        }
+    }
 }
 
 impl RegionKey {
+    /// The key of a partition index in the legacy layout.
+    pub fn legacy(table: TableId, partition: i64, bucket: u32, l: LegacyLayout) -> RegionKey {
+        let start = partition.saturating_mul(l.partition_ns);
+        RegionKey {
+            table,
+            start,
+            end: start.saturating_add(l.partition_ns),
+            bucket,
+            buckets: l.buckets,
+        }
+    }
+
+    /// Turns a key read from an older file (`buckets == 0`) into its span.
+    pub fn upgrade(&mut self, l: LegacyLayout) {
+        if self.buckets == 0 {
+            *self = RegionKey::legacy(self.table, self.start, self.bucket, l);
+        }
+    }
+
+    /// The partition's span.
+    pub fn span(&self) -> crate::catalog::partitions::Span {
+        crate::catalog::partitions::Span {
+            start: self.start,
+            end: self.end,
+            buckets: self.buckets,
+        }
+    }
+
     /// Directory of the region's files.
     pub fn dir(&self) -> String {
         format!(
-            "data/t{}/p{}/b{}",
-            self.table.0, self.partition, self.bucket
+            "data/t{}/p{}_{}/b{}",
+            self.table.0, self.start, self.end, self.bucket
         )
     }
     fn name(&self) -> String {
-        format!("{}/{}/{}", self.table.0, self.partition, self.bucket)
+        format!(
+            "{}/{}/{}/{}/{}",
+            self.table.0, self.start, self.end, self.bucket, self.buckets
+        )
     }
 }
 
@@ -79,8 +140,13 @@ pub struct FileMeta {
 pub struct TableMeta {
     pub id: TableId,
     pub schema: TableSchema,
-    /// Rows older than now − ttl are dropped, a whole partition at a time.
+    /// Retention written by format version 1 before settings existed; read into
+    /// `settings.ttl` and no longer written.
+    #[serde(default, skip_serializing)]
     pub ttl_ns: Option<i64>,
+    /// The table's own retention and partition settings (unset ones inherit).
+    #[serde(default)]
+    pub settings: StorageSettings,
 }
 
 /// One region's persisted state.
@@ -113,6 +179,9 @@ pub struct ManifestState {
     /// within format version 1: an older state reads as none.
     #[serde(default)]
     pub databases: BTreeSet<String>,
+    /// Settings of databases that have any (added within format version 1).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub database_settings: BTreeMap<String, StorageSettings>,
 }
 
 /// A change to the state; a commit applies a list of them atomically.
@@ -126,9 +195,21 @@ pub enum Edit {
         name: String,
         schema: TableSchema,
     },
+    /// Retention of a table, as format version 1 wrote it before settings existed.
     SetTtl {
         name: String,
         ttl_ns: Option<i64>,
+    },
+    /// A table's settings, replacing what it had (added within format version 1).
+    SetTableSettings {
+        name: String,
+        settings: StorageSettings,
+    },
+    /// A database's settings, replacing what it had; the database counts as created
+    /// (added within format version 1).
+    SetDatabaseSettings {
+        name: String,
+        settings: StorageSettings,
     },
     DropTable {
         name: String,
@@ -170,18 +251,38 @@ pub enum Edit {
     },
 }
 
+impl Edit {
+    /// Upgrades the region key an older edit names ([`RegionKey::upgrade`]).
+    fn upgrade(&mut self, l: LegacyLayout) {
+        match self {
+            Edit::Flush { region, .. }
+            | Edit::Compact { region, .. }
+            | Edit::DropRegion { region }
+            | Edit::AddTombstone { region, .. }
+            | Edit::DropTombstones { region, .. } => region.upgrade(l),
+            _ => {}
+        }
+    }
+}
+
 impl ManifestState {
     fn apply(&mut self, e: &Edit) {
         match e {
             Edit::CreateTable { .. }
             | Edit::SetSchema { .. }
             | Edit::SetTtl { .. }
+            | Edit::SetTableSettings { .. }
             | Edit::DropTable { .. } => self.apply_table(e),
             Edit::CreateDatabase { name } => {
                 self.databases.insert(name.clone());
             }
+            Edit::SetDatabaseSettings { name, settings } => {
+                self.databases.insert(name.clone());
+                self.database_settings.insert(name.clone(), *settings);
+            }
             Edit::DropDatabase { name } => {
                 self.databases.remove(name);
+                self.database_settings.remove(name);
             }
             Edit::Flush { .. }
             | Edit::Compact { .. }
@@ -202,6 +303,7 @@ impl ManifestState {
                         id: *id,
                         schema: TableSchema::new(name),
                         ttl_ns: None,
+                        settings: StorageSettings::default(),
                     },
                 );
             }
@@ -213,7 +315,12 @@ impl ManifestState {
             }
             Edit::SetTtl { name, ttl_ns } => {
                 if let Some(t) = self.tables.get_mut(name) {
-                    t.ttl_ns = *ttl_ns;
+                    t.settings.ttl = Some(ttl_ns.map_or(Setting::Unbounded, Setting::Ns));
+                }
+            }
+            Edit::SetTableSettings { name, settings } => {
+                if let Some(t) = self.tables.get_mut(name) {
+                    t.settings = *settings;
                 }
             }
             Edit::DropTable { name } => {
@@ -271,6 +378,23 @@ impl ManifestState {
                 }
             }
             _ => unreachable!("not a region edit"),
+        }
+    }
+
+    /// Reads what format version 1 wrote before partitions were sized to the data and
+    /// settings existed: region keys become spans, a table's `ttl_ns` its ttl setting.
+    fn upgrade(&mut self, l: LegacyLayout) {
+        let regions = std::mem::take(&mut self.regions);
+        for (_, mut r) in regions {
+            r.key.upgrade(l);
+            self.regions.insert(r.key.name(), r);
+        }
+        for t in self.tables.values_mut() {
+            if let Some(ttl) = t.ttl_ns.take()
+                && t.settings.ttl.is_none()
+            {
+                t.settings.ttl = Some(Setting::Ns(ttl));
+            }
         }
     }
 
@@ -384,8 +508,18 @@ fn parse_version(path: &str, ext: &str) -> Option<u64> {
 }
 
 impl Manifest {
-    /// Recovers the newest complete version.
+    /// Recovers the newest complete version (older files read in the default legacy layout).
     pub fn open(store: FileStore, checkpoint_every: u64) -> Result<Manifest> {
+        Self::open_with(store, checkpoint_every, LegacyLayout::default())
+    }
+
+    /// Recovers the newest complete version; keys written before partitions were sized to
+    /// the data are read in layout `legacy`.
+    pub fn open_with(
+        store: FileStore,
+        checkpoint_every: u64,
+        legacy: LegacyLayout,
+    ) -> Result<Manifest> {
         assert!(checkpoint_every >= 1);
         let files = store.list(DIR)?;
         let ckpt = files
@@ -396,6 +530,7 @@ impl Manifest {
             Some(v) => decode::<ManifestState>(&ckpt_path(v), &store.get(&ckpt_path(v))?)?,
             None => ManifestState::default(),
         };
+        state.upgrade(legacy);
         for t in state.tables.values_mut() {
             t.schema.reindex();
         }
@@ -414,8 +549,9 @@ impl Manifest {
                 });
             }
             let path = edit_path(*v);
-            let list: Vec<Edit> = decode(&path, &store.get(&path)?)?;
-            for e in &list {
+            let mut list: Vec<Edit> = decode(&path, &store.get(&path)?)?;
+            for e in &mut list {
+                e.upgrade(legacy);
                 state.apply(e);
             }
             state.version = *v;

@@ -1,5 +1,6 @@
 //! Time-window compaction: each window of a region ends up in one file, without duplicates.
-//! Windows are `compaction_window_ns` wide while a partition is current and the whole
+//! Windows count from the partition's start. They are `compaction_window_ns` wide (or a
+//! twelfth of the partition, when wider) while a partition is current, and the whole
 //! partition once it has ended ([`region_window`]).
 //!
 //! The picker is a pure function over file metadata. A file whose rows span several windows,
@@ -105,22 +106,23 @@ pub fn pick(
     groups
 }
 
-/// The compaction window of a region: `compaction_window_ns` while its partition can still
-/// take current writes, the whole partition once the partition has ended (so a past day is
-/// one file per region, and a scan over it opens one file instead of one per window).
-pub fn region_window(partition: i64, partition_ns: i64, window_ns: i64, now_ns: i64) -> i64 {
-    let end = partition.saturating_add(1).saturating_mul(partition_ns);
+/// The compaction window of a region whose partition is `[start, end)`: `window_ns` (or a
+/// twelfth of the partition, when wider: a year-wide partition of hourly points would
+/// otherwise be cut into files of two points per series) while the partition can still take
+/// current writes, the whole partition once it has ended (so a past partition is one file per
+/// region, and a scan over it opens one file instead of one per window).
+pub fn region_window(start: i64, end: i64, window_ns: i64, now_ns: i64) -> i64 {
+    let width = end.saturating_sub(start).max(1);
     if end <= now_ns {
-        partition_ns
+        width
     } else {
-        window_ns
+        window_ns.max(width / 12)
     }
 }
 
 /// When compaction runs and how wide its windows are.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CompactionOptions {
-    pub partition_ns: i64,
     pub window_ns: i64,
     /// Files in the active window that start a compaction.
     pub trigger_files: usize,
@@ -161,20 +163,17 @@ pub(crate) fn compact_all(c: &Compactor) -> Result<usize> {
     let now = c.clock.now_ns();
     for table in c.out.catalog.tables() {
         for region in table.all_regions() {
-            let window = region_window(
-                region.key.partition,
-                c.opts.partition_ns,
-                c.opts.window_ns,
-                now,
-            );
-            let active = now.div_euclid(window);
+            let origin = region.key.start;
+            let window = region_window(origin, region.key.end, c.opts.window_ns, now);
+            let active = now.saturating_sub(origin).div_euclid(window);
             let files = region.files.read().clone();
+            // Times relative to the partition's start, so windows count from it.
             let spans: Vec<FileSpan> = files
                 .iter()
                 .map(|f| FileSpan {
                     id: f.meta.id,
-                    min_time: f.meta.min_time,
-                    max_time: f.meta.max_time,
+                    min_time: f.meta.min_time.saturating_sub(origin),
+                    max_time: f.meta.max_time.saturating_sub(origin),
                 })
                 .collect();
             for group in pick(&spans, window, active, c.opts.trigger_files) {
@@ -263,7 +262,7 @@ fn compact_group(
     let mut added = Vec::new();
     let mut written = Vec::new();
     let result = (|| -> Result<()> {
-        for part in split_by_window(&merged, window_ns)? {
+        for part in split_by_window(&merged, region.key.start, window_ns)? {
             if part.num_rows() == 0 {
                 continue;
             }
@@ -303,19 +302,18 @@ fn compact_group(
     Ok(())
 }
 
-/// Splits a sorted run into one run per time window (each still sorted by key and time).
-fn split_by_window(run: &SortedRun, window_ns: i64) -> Result<Vec<SortedRun>> {
+/// Splits a sorted run into one run per time window counted from `origin` (each still sorted
+/// by key and time).
+fn split_by_window(run: &SortedRun, origin: i64, window_ns: i64) -> Result<Vec<SortedRun>> {
     let times = run.batch.column(1).as_primitive::<Int64Type>().values();
-    let windows: BTreeSet<i64> = times.iter().map(|t| t.div_euclid(window_ns)).collect();
+    let window = |t: &i64| t.saturating_sub(origin).div_euclid(window_ns);
+    let windows: BTreeSet<i64> = times.iter().map(window).collect();
     if windows.len() <= 1 {
         return Ok(vec![run.clone()]);
     }
     let mut out = Vec::new();
     for w in windows {
-        let mask: BooleanArray = times
-            .iter()
-            .map(|t| Some(t.div_euclid(window_ns) == w))
-            .collect();
+        let mask: BooleanArray = times.iter().map(|t| Some(window(t) == w)).collect();
         out.push(SortedRun {
             keys: run.keys.clone(),
             batch: filter_record_batch(&run.batch, &mask)?,
@@ -385,15 +383,22 @@ mod tests {
 
     #[test]
     fn a_partition_that_has_ended_is_one_window() {
-        // Partitions of 100, windows of 10.
-        for (name, partition, now, want) in [
-            ("current partition", 3, 350, 10),
-            ("future partition", 5, 350, 10),
-            ("ended just now", 3, 400, 100),
-            ("long past", 0, 350, 100),
-            ("negative partition, ended", -1, 0, 100),
+        // Windows of 10; partitions given by start and end.
+        for (name, (start, end), now, want) in [
+            ("current partition", (300, 400), 350, 10),
+            ("future partition", (500, 600), 350, 10),
+            ("ended just now", (300, 400), 400, 100),
+            ("long past", (0, 100), 350, 100),
+            ("negative partition, ended", (-100, 0), 0, 100),
+            ("a partition cut short, ended", (130, 170), 350, 40),
+            (
+                "a wide current partition: a twelfth of it",
+                (0, 1200),
+                350,
+                100,
+            ),
         ] {
-            assert_eq!(region_window(partition, 100, 10, now), want, "{name}");
+            assert_eq!(region_window(start, end, 10, now), want, "{name}");
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Retention and drops: expired partitions, tables, databases.
 //!
-//! A partition [p·P, (p+1)·P) expires once its end is at or before now − ttl. Its regions are
+//! A partition [start, end) expires once its end is at or before now − ttl. Its regions are
 //! removed from the manifest in one edit (the commit point), then from memory; their files are
 //! deleted when the last reader lets go. Writes older than the cutoff are refused at the door,
 //! and WAL replay skips records of expired partitions. Dropping a table is one manifest edit,
@@ -19,15 +19,13 @@ use crate::write::budget::Budget;
 use crate::write::regions::Placement;
 
 /// What dropping data needs: the catalog that commits the drop, and what a dropped region
-/// gives back (memtable bytes, its worker's load); the clock and partition width say what
-/// has expired.
+/// gives back (memtable bytes, its worker's load); the clock says what has expired.
 pub(crate) struct Dropper {
     pub catalog: Arc<Catalog>,
     pub budget: Arc<Budget>,
     pub placement: Arc<Placement>,
     pub metrics: Arc<Metrics>,
     pub clock: Arc<dyn Clock>,
-    pub partition_ns: i64,
 }
 
 impl Dropper {
@@ -38,11 +36,10 @@ impl Dropper {
             let Some(cutoff) = table.retention_cutoff(self.clock.now_ns()) else {
                 continue;
             };
-            let p = self.partition_ns;
             let expired: Vec<_> = table
                 .all_regions()
                 .into_iter()
-                .filter(|r| (r.key.partition + 1).saturating_mul(p) <= cutoff)
+                .filter(|r| r.key.end <= cutoff)
                 .collect();
             if expired.is_empty() {
                 continue;
@@ -88,7 +85,7 @@ impl Dropper {
         let mut regions = table.regions.write();
         for r in dropped {
             r.dropped.store(true, Ordering::SeqCst);
-            regions.remove(&(r.key.partition, r.key.bucket));
+            regions.remove(&(r.key.start, r.key.bucket));
             r.freeze(&names);
             let parts: Vec<_> = r.frozen.read().clone();
             let bytes = r.release_parts(&parts);
@@ -100,5 +97,7 @@ impl Dropper {
             }
             self.placement.release(&r);
         }
+        drop(regions);
+        table.retain_spans();
     }
 }

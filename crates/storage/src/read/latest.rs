@@ -63,7 +63,7 @@ pub(crate) fn latest(
     let plain: Vec<(String, FieldType)> = fields.iter().map(|(_, n, t)| (n.clone(), *t)).collect();
     let tags = table.tags();
     let mut regions = table.all_regions();
-    regions.sort_by_key(|r| std::cmp::Reverse(r.key.partition));
+    regions.sort_by_key(|r| std::cmp::Reverse(r.key.start));
     let mut picks: Vec<Pick> = Vec::new();
     let mut snaps: Vec<RecordBatch> = Vec::new();
     for region in regions {

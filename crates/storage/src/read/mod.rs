@@ -75,23 +75,18 @@ pub(crate) struct Caches {
     pub decoded: decoded_cache::DecodedCache,
 }
 
-/// What a read needs besides a region's snapshot: the store the files are in, the caches in
-/// front of it, and the partition width (which regions a time range overlaps).
+/// What a read needs besides a region's snapshot: the store the files are in and the caches
+/// in front of it.
 #[derive(Clone)]
 pub(crate) struct Reader {
     pub store: FileStore,
     pub caches: Arc<Caches>,
-    pub partition_ns: i64,
 }
 
 impl Reader {
     /// Whether `region`'s time partition overlaps `time` (inclusive start, exclusive end).
     pub fn overlaps(&self, region: &Region, time: Option<(i64, i64)>) -> bool {
-        let p = self.partition_ns;
-        let (start, end) = (
-            region.key.partition.saturating_mul(p),
-            (region.key.partition + 1).saturating_mul(p),
-        );
+        let (start, end) = (region.key.start, region.key.end);
         time.is_none_or(|(s, e)| s < end && e > start)
     }
 }

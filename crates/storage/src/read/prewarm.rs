@@ -93,7 +93,7 @@ fn newest_first(tables: &[Arc<Table>]) -> Vec<Planned> {
         let fields = table.fields();
         for region in table.all_regions() {
             for f in region.files.read().iter() {
-                let order = (region.key.partition, f.meta.max_time);
+                let order = (region.key.start, f.meta.max_time);
                 files.push((order.0, order.1, (f.clone(), fields.clone())));
             }
         }

@@ -3,7 +3,7 @@
 //!
 //! Invariants:
 //! - A region is created once per (table, partition, bucket): under the table's region map
-//!   lock, checked again after taking it.
+//!   lock, checked again after taking it. Its partition is recorded in the table first.
 //! - A region keeps its worker while the engine runs; only start-up moves one (to the worker
 //!   whose WAL holds its unflushed records), together with its memtable bytes and its load.
 //! - Every placed region is bound in the balancer until it is released (dropped).
@@ -13,6 +13,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use tempora_index::SeriesIndex;
 
+use crate::catalog::partitions::Span;
 use crate::catalog::{Region, RegionIo, Table};
 use crate::files::manifest::RegionKey;
 use crate::write::budget::Budget;
@@ -40,26 +41,31 @@ impl Placement {
         &self.io
     }
 
-    /// The region of (partition, bucket), created on first use and placed on the worker the
-    /// frequency balancer picks, using the write interval measured for the same bucket in the
-    /// previous partition.
-    pub fn region_or_create(&self, table: &Table, partition: i64, bucket: u32) -> Arc<Region> {
-        if let Some(r) = table.region(partition, bucket) {
+    /// The region of bucket `bucket` of partition `span`, created on first use and placed on
+    /// the worker the frequency balancer picks, using the write interval measured for the
+    /// same bucket in the partition ending where this one starts.
+    pub fn region_or_create(&self, table: &Table, span: Span, bucket: u32) -> Arc<Region> {
+        assert!(bucket < span.buckets, "bucket {bucket} of {span:?}");
+        if let Some(r) = table.region(span.start, bucket) {
             return r;
         }
+        table.add_span(span);
         let mut regions = table.regions.write();
-        if let Some(r) = regions.get(&(partition, bucket)) {
+        if let Some(r) = regions.get(&(span.start, bucket)) {
             return r.clone();
         }
         let interval = regions
-            .get(&(partition - 1, bucket))
+            .values()
+            .find(|r| r.key.end == span.start && r.key.bucket == bucket)
             .and_then(|prev| prev.meter.lock().interval_ns())
             .unwrap_or(DEFAULT_INTERVAL_NS);
         let worker = self.balancer.lock().assign(interval);
         let key = RegionKey {
             table: table.id,
-            partition,
+            start: span.start,
+            end: span.end,
             bucket,
+            buckets: span.buckets,
         };
         let index = SeriesIndex::new(self.io.limits);
         let r = Arc::new(Region::new(
@@ -70,7 +76,7 @@ impl Placement {
             None,
             self.io.clone(),
         ));
-        regions.insert((partition, bucket), r.clone());
+        regions.insert((span.start, bucket), r.clone());
         r
     }
 

@@ -19,11 +19,12 @@ use tempora_wal::{Wal, WalOptions};
 use crate::catalog::{Catalog, FileHandle, Table};
 use crate::clock::Clock;
 use crate::error::{Result, StorageError};
+use crate::files::manifest::LegacyLayout;
 use crate::maintenance::flush::{Flusher, collect_flush_job, run_flush};
 use crate::metrics::Metrics;
 use crate::write::budget::Budget;
 use crate::write::regions::Placement;
-use crate::write::wal::{ADDRESS_LEN, WalFactory, record_region};
+use crate::write::wal::{WalFactory, record_region};
 use crate::write::worker::resolve_series;
 
 /// What start-up works on: the catalog it fills, where regions go and what their memtables
@@ -34,7 +35,8 @@ pub(crate) struct Replay<'a> {
     pub budget: &'a Budget,
     pub metrics: &'a Metrics,
     pub clock: &'a dyn Clock,
-    pub partition_ns: i64,
+    /// How records written before partitions were sized to the data are read.
+    pub legacy: LegacyLayout,
     /// Workers of this run (logs of higher ids belong to no worker).
     pub workers: usize,
     /// Threads that apply replayed records.
@@ -50,7 +52,16 @@ pub(crate) fn load_manifest_state(r: &Replay) -> Result<()> {
     let tables: Vec<Arc<Table>> = state
         .tables
         .iter()
-        .map(|(name, meta)| Arc::new(Table::new(name, meta.id, meta.schema.clone(), meta.ttl_ns)))
+        .map(|(name, meta)| {
+            let effective = r.catalog.effective_for(name, meta.settings);
+            Arc::new(Table::new(
+                name,
+                meta.id,
+                meta.schema.clone(),
+                meta.settings,
+                effective,
+            ))
+        })
         .collect();
     for meta in state.regions.values() {
         let Some(table) = tables.iter().find(|t| t.id == meta.key.table) else {
@@ -85,10 +96,11 @@ pub(crate) fn load_manifest_state(r: &Replay) -> Result<()> {
                     .unwrap_or(0),
             )
             .max(meta.tombstones.iter().map(|t| t.seq).max().unwrap_or(0));
+        table.add_span(meta.key.span());
         table
             .regions
             .write()
-            .insert((meta.key.partition, meta.key.bucket), Arc::new(region));
+            .insert((meta.key.start, meta.key.bucket), Arc::new(region));
     }
     r.catalog.restore(tables);
     r.catalog.observe_seq(SeqNo(max_seq.max(state.seq_floor)));
@@ -100,19 +112,16 @@ pub(crate) fn load_manifest_state(r: &Replay) -> Result<()> {
 /// the last flush and is rebuilt in log order from there.
 fn apply_record(r: &Replay, seq: SeqNo, payload: &[u8], pin: Option<usize>) -> Result<usize> {
     r.catalog.observe_seq(seq);
-    let key = record_region(payload)?;
+    let (key, address_len) = record_region(payload, r.legacy)?;
     let Some(table) = r.catalog.table_by_id(key.table) else {
         return Ok(0); // the table was dropped
     };
-    if let Some(cutoff) = table.retention_cutoff(r.clock.now_ns()) {
-        let end = (key.partition + 1).saturating_mul(r.partition_ns);
-        if end <= cutoff {
-            return Ok(0); // the partition expired
-        }
+    if let Some(cutoff) = table.retention_cutoff(r.clock.now_ns())
+        && key.end <= cutoff
+    {
+        return Ok(0); // the partition expired
     }
-    let region = r
-        .placement
-        .region_or_create(&table, key.partition, key.bucket);
+    let region = r.placement.region_or_create(&table, key.span(), key.bucket);
     if seq.0 <= region.flushed_seq.load(Ordering::SeqCst) {
         return Ok(0);
     }
@@ -123,7 +132,7 @@ fn apply_record(r: &Replay, seq: SeqNo, payload: &[u8], pin: Option<usize>) -> R
     }
     let batch = {
         let index = region.index_read()?;
-        RowBatch::decode_keyed(&payload[ADDRESS_LEN..], |id| index.key(SeriesId(id)))?
+        RowBatch::decode_keyed(&payload[address_len..], |id| index.key(SeriesId(id)))?
     };
     let (rejected, field_map) = table.check(&batch, usize::MAX);
     if !rejected.is_empty() {
@@ -204,9 +213,15 @@ fn apply_parallel(r: &Replay, wals: &[(usize, Wal)]) -> Result<Replayed> {
                 if let Some(e) = failed.lock().as_ref() {
                     return Err(e.replicate());
                 }
-                let region = payload
-                    .get(..ADDRESS_LEN)
-                    .map_or(0, tempora_model::series_hash);
+                // One thread per region, so its records apply in log order (legacy and
+                // current addresses of one region hash alike).
+                let region = record_region(payload, r.legacy).map_or(0, |(k, _)| {
+                    let mut a = [0u8; 16];
+                    a[..4].copy_from_slice(&k.table.0.to_le_bytes());
+                    a[4..12].copy_from_slice(&k.start.to_le_bytes());
+                    a[12..].copy_from_slice(&k.bucket.to_le_bytes());
+                    tempora_model::series_hash(&a)
+                });
                 let tx = &senders[(region % threads as u64) as usize];
                 let mut buf = spare_rx.try_recv().unwrap_or_default();
                 buf.clear();

@@ -1,10 +1,14 @@
 //! The engine's use of the write-ahead log: where each worker's log lives ([`WalFactory`]) and
 //! what a record holds.
 //!
-//! A record is one request's rows for one region: the region address (table id u32, partition
-//! i64, bucket u32, little-endian; 16 bytes), then the rows as `RowBatch::encode_rows_keyed`
-//! writes them, naming a series by its region-local id once its key is durable (in an earlier
-//! committed record or in a persisted index) and by its key otherwise.
+//! A record is one request's rows for one region: the region address, then the rows as
+//! `RowBatch::encode_rows_keyed` writes them, naming a series by its region-local id once its
+//! key is durable (in an earlier committed record or in a persisted index) and by its key
+//! otherwise. The address is, little-endian, the table id u32 with its top bit set
+//! ([`SPAN_FLAG`]), the partition's start i64 and end i64, the bucket u32 and the partition's
+//! bucket count u32: 28 bytes. Records written before partitions were sized to the data have
+//! the table id without the flag, a partition index i64 and the bucket u32 (16 bytes), read in
+//! the engine's legacy layout.
 //!
 //! Invariant: a record names a series by id only when replay can resolve that id: the key is
 //! in the region's persisted index, or in a record committed before this one.
@@ -18,7 +22,7 @@ use tempora_wal::{FsLogStore, LogStore, WalOptions};
 
 use crate::catalog::Region;
 use crate::error::{Result, StorageError};
-use crate::files::manifest::RegionKey;
+use crate::files::manifest::{LegacyLayout, RegionKey};
 use crate::options::EngineOptions;
 
 /// Where each worker's WAL lives.
@@ -87,7 +91,11 @@ pub(crate) fn wal_options(opts: &EngineOptions) -> WalOptions {
 }
 
 /// Length of the region address at the head of a record.
-pub(crate) const ADDRESS_LEN: usize = 16;
+pub(crate) const ADDRESS_LEN: usize = 28;
+/// Length of a legacy record's address.
+const LEGACY_ADDRESS_LEN: usize = 16;
+/// Set in the table id of an address that holds a span.
+pub(crate) const SPAN_FLAG: u32 = 1 << 31;
 
 /// Encodes a WAL record: region address then the rows, naming a series by id when its key
 /// is already durable and by key otherwise.
@@ -98,9 +106,13 @@ pub(crate) fn encode_record(
     ids: &[SeriesId],
     out: &mut Vec<u8>,
 ) {
-    out.extend_from_slice(&region.key.table.0.to_le_bytes());
-    out.extend_from_slice(&region.key.partition.to_le_bytes());
-    out.extend_from_slice(&region.key.bucket.to_le_bytes());
+    let k = &region.key;
+    debug_assert!(k.table.0 & SPAN_FLAG == 0, "table ids stay below 2^31");
+    out.extend_from_slice(&(k.table.0 | SPAN_FLAG).to_le_bytes());
+    out.extend_from_slice(&k.start.to_le_bytes());
+    out.extend_from_slice(&k.end.to_le_bytes());
+    out.extend_from_slice(&k.bucket.to_le_bytes());
+    out.extend_from_slice(&k.buckets.to_le_bytes());
     let logged = region.logged.lock();
     let durable = region
         .durable_prefix
@@ -117,21 +129,91 @@ pub(crate) fn encode_record(
     );
 }
 
-/// Reads the region address at the head of a WAL record.
-pub(crate) fn record_region(payload: &[u8]) -> Result<RegionKey> {
+/// Reads the region address at the head of a WAL record: the key and the address's length.
+pub(crate) fn record_region(payload: &[u8], legacy: LegacyLayout) -> Result<(RegionKey, usize)> {
+    let short = |reason| {
+        StorageError::Model(tempora_model::ModelError::CorruptBatch {
+            offset: payload.len(),
+            reason,
+        })
+    };
+    if payload.len() < LEGACY_ADDRESS_LEN {
+        return Err(short("record shorter than its region address"));
+    }
+    let le4 = |at: usize| u32::from_le_bytes(payload[at..at + 4].try_into().expect("4 bytes"));
+    let le8 = |at: usize| i64::from_le_bytes(payload[at..at + 8].try_into().expect("8 bytes"));
+    let table = le4(0);
+    if table & SPAN_FLAG == 0 {
+        let key = RegionKey::legacy(TableId(table), le8(4), le4(12), legacy);
+        return Ok((key, LEGACY_ADDRESS_LEN));
+    }
     if payload.len() < ADDRESS_LEN {
-        return Err(StorageError::Model(
-            tempora_model::ModelError::CorruptBatch {
-                offset: payload.len(),
-                reason: "record shorter than its region address",
-            },
+        return Err(short("record shorter than its region address"));
+    }
+    let key = RegionKey {
+        table: TableId(table & !SPAN_FLAG),
+        start: le8(4),
+        end: le8(12),
+        bucket: le4(20),
+        buckets: le4(24),
+    };
+    if key.start >= key.end || key.bucket >= key.buckets {
+        return Err(short(
+            "region address with an empty span or a bucket past its count",
         ));
     }
-    let le4 =
-        |r: std::ops::Range<usize>| u32::from_le_bytes(payload[r].try_into().expect("4 bytes"));
-    Ok(RegionKey {
-        table: TableId(le4(0..4)),
-        partition: i64::from_le_bytes(payload[4..12].try_into().expect("8 bytes")),
-        bucket: le4(12..16),
-    })
+    Ok((key, ADDRESS_LEN))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_addresses_in_both_layouts() {
+        let l = LegacyLayout {
+            partition_ns: 100,
+            buckets: 4,
+        };
+        // A record written before partitions were sized to the data: table 7, partition 3,
+        // bucket 2.
+        let mut old = Vec::new();
+        old.extend_from_slice(&7u32.to_le_bytes());
+        old.extend_from_slice(&3i64.to_le_bytes());
+        old.extend_from_slice(&2u32.to_le_bytes());
+        old.push(0xAB);
+        let (k, len) = record_region(&old, l).unwrap();
+        assert_eq!(
+            (k.table.0, k.start, k.end, k.bucket, k.buckets),
+            (7, 300, 400, 2, 4)
+        );
+        assert_eq!(len, 16);
+        // Today's address.
+        let mut new = Vec::new();
+        new.extend_from_slice(&(7u32 | SPAN_FLAG).to_le_bytes());
+        new.extend_from_slice(&(-50i64).to_le_bytes());
+        new.extend_from_slice(&250i64.to_le_bytes());
+        new.extend_from_slice(&0u32.to_le_bytes());
+        new.extend_from_slice(&1u32.to_le_bytes());
+        let (k, len) = record_region(&new, l).unwrap();
+        assert_eq!(
+            (k.table.0, k.start, k.end, k.bucket, k.buckets),
+            (7, -50, 250, 0, 1)
+        );
+        assert_eq!(len, ADDRESS_LEN);
+        // Torn and nonsensical addresses are named errors.
+        let cases: [(&str, &[u8]); 3] = [
+            ("shorter than a legacy address", &old[..10]),
+            ("a span address cut short", &new[..20]),
+            ("a bucket past the count", &{
+                let mut b = new.clone();
+                b[20..24].copy_from_slice(&5u32.to_le_bytes());
+                b
+            }),
+        ];
+        for (name, bytes) in cases {
+            let e = record_region(bytes, l).unwrap_err().to_string();
+            assert!(e.contains("region address"), "{name}: {e}");
+        }
+    }
 }

@@ -14,7 +14,11 @@ pub const SEC: i64 = 1_000_000_000;
 pub fn small_opts() -> EngineOptions {
     EngineOptions {
         workers: 2,
+        // Fixed one-day partitions of two buckets: the layout these tests reason about
+        // (partitions sized to the data have tests of their own).
         buckets: 2,
+        buckets_auto: false,
+        partition_auto: false,
         flush_threshold_bytes: 1 << 20,
         write_stall_bytes: 4 << 20,
         compaction_trigger_files: 2,

@@ -31,8 +31,10 @@ fn paths(store: &FileStore, dir: &str) -> Vec<String> {
 fn region() -> RegionKey {
     RegionKey {
         table: TableId(0),
-        partition: 0,
+        start: 0,
+        end: crate::options::DAY_NS,
         bucket: 0,
+        buckets: 1,
     }
 }
 
@@ -288,4 +290,54 @@ fn a_file_entry_without_newest_rows_reads_as_none() {
         !back.contains("last_rows"),
         "not written when absent: {back}"
     );
+}
+
+/// An edit and a checkpoint as format version 1 wrote them before partitions were sized to
+/// the data (a partition index, no span; a table's `ttl_ns`) read as spans and settings.
+#[test]
+fn older_keys_and_ttls_are_read_in_the_legacy_layout() {
+    let store = FileStore::memory();
+    let ckpt = br#"{"version":2,"next_file_id":1,"next_table_id":1,
+        "tables":{"cpu":{"id":0,"schema":{"name":"cpu","columns":[]},"ttl_ns":3600000000000}},
+        "regions":{"0/3/1":{"key":{"table":0,"partition":3,"bucket":1},"flushed_seq":5,
+        "files":{},"index_path":null}}}"#;
+    store
+        .put(
+            &ckpt_path(2),
+            frame(
+                &ckpt
+                    .iter()
+                    .copied()
+                    .filter(|b| *b != b'\n')
+                    .collect::<Vec<_>>(),
+            ),
+        )
+        .unwrap();
+    let edit = br#"[{"AddTombstone":{"region":{"table":0,"partition":3,"bucket":1},
+        "tombstone":{"seq":9,"start":0,"end":1,"keys":null}}}]"#;
+    let edit: Vec<u8> = edit.iter().copied().filter(|b| *b != b'\n').collect();
+    let tomb: Result<Vec<Edit>> = decode("x", &frame(&edit));
+    if let Err(e) = tomb {
+        panic!("the legacy edit must decode: {e}");
+    }
+    store.put(&edit_path(3), frame(&edit)).unwrap();
+    let l = LegacyLayout {
+        partition_ns: 10,
+        buckets: 4,
+    };
+    let m = Manifest::open_with(store, 100, l).unwrap();
+    let want = RegionKey {
+        table: TableId(0),
+        start: 30,
+        end: 40,
+        bucket: 1,
+        buckets: 4,
+    };
+    let regions: Vec<_> = m.state().regions.values().collect();
+    assert_eq!(regions.len(), 1, "the edit found the checkpoint's region");
+    assert_eq!(regions[0].key, want);
+    assert_eq!(regions[0].flushed_seq, 5);
+    assert_eq!(regions[0].tombstones.len(), 1);
+    let t = &m.state().tables["cpu"];
+    assert_eq!(t.settings.ttl, Some(Setting::Ns(3_600_000_000_000)));
 }

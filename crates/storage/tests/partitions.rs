@@ -1,0 +1,169 @@
+//! Partitions sized to the data and retention users set: widths chosen from the measured rate
+//! and from settings, buckets from the series count, settings kept across a restart, expiry
+//! at the deadline with an injected clock, and too-old rows refused per row.
+
+mod common;
+
+use common::*;
+use tempora_model::{FieldValue, RowBatchBuilder, Timestamp};
+use tempora_storage::catalog::settings::{Setting, StorageSettings, parse_partition, parse_ttl};
+use tempora_storage::clock::ManualClock;
+use tempora_storage::{Engine, EngineIo, EngineOptions};
+
+const HOUR: i64 = 3600 * SEC;
+const DAY: i64 = 24 * HOUR;
+
+/// Engine options as a server runs them: widths and buckets follow the data.
+fn auto_opts() -> EngineOptions {
+    EngineOptions {
+        maintenance_interval: std::time::Duration::from_secs(3600),
+        ..EngineOptions::default()
+    }
+}
+
+/// Rows `(host, time, v)` of `table`; returns the number of rows refused.
+fn put(e: &Engine, table: &str, rows: impl Iterator<Item = (String, i64, f64)>) -> Vec<String> {
+    let mut b = RowBatchBuilder::new(table).unwrap();
+    for (h, t, v) in rows {
+        b.push(&[("host", &h)], &[("v", FieldValue::F64(v))], Timestamp(t))
+            .unwrap();
+    }
+    let out = e.write(b.finish()).unwrap();
+    out.rejected.into_iter().map(|r| r.reason).collect()
+}
+
+fn ttl(v: &str) -> StorageSettings {
+    StorageSettings {
+        ttl: Some(parse_ttl(v).unwrap()),
+        partition: None,
+    }
+}
+
+#[test]
+fn widths_follow_the_data_rate_and_buckets_the_series_count() {
+    let e = Engine::open(auto_opts(), EngineIo::memory().0).unwrap();
+    // (table, series, spacing, points per series, one batch per series, width, buckets)
+    let cases = [
+        ("hourly", 5, HOUR, 24 * 200, true, 365 * DAY, 1),
+        ("daily", 3, DAY, 2000, true, 3652 * DAY, 1),
+        ("ten_seconds", 100, 10 * SEC, 40, false, DAY, 4),
+        ("ten_seconds_few", 20, 10 * SEC, 40, false, DAY, 1),
+    ];
+    for (table, series, step, points, per_series, width, buckets) in cases {
+        if per_series {
+            // One batch per series, as an import of one file per sensor sends them.
+            for s in 0..series {
+                let rows = (0..points).map(move |i| (format!("h{s}"), i64::from(i) * step, 1.0));
+                assert!(put(&e, table, rows).is_empty());
+            }
+        } else {
+            // Every series at each time, as agents report (TSBS's order).
+            let rows = (0..points).flat_map(move |i| {
+                (0..series).map(move |s| (format!("h{s}"), i64::from(i) * step, 1.0))
+            });
+            assert!(put(&e, table, rows).is_empty());
+        }
+        let spans = e.partitions(table);
+        let first = spans[0];
+        assert_eq!(first.end - first.start, width, "{table}: {spans:?}");
+        assert_eq!(first.buckets, buckets, "{table}: {spans:?}");
+        let (_, _, next) = e.table_settings(table).unwrap();
+        assert_eq!(next, width, "{table}: the next partition's width");
+    }
+    // A year of hourly points of five series is one or two partitions, not 200.
+    assert!(e.partitions("hourly").len() <= 2);
+    e.flush().unwrap();
+    let (_, files, _) = e.storage_counts();
+    assert!(files <= 2 + 1 + 4 + 1, "{files} files: {}", e.debug_state());
+}
+
+#[test]
+fn a_width_set_by_the_user_applies_to_new_partitions_only() {
+    let e = Engine::open(auto_opts(), EngineIo::memory().0).unwrap();
+    let week = StorageSettings {
+        partition: Some(parse_partition("7d").unwrap()),
+        ttl: None,
+    };
+    e.create_database("iot").unwrap();
+    e.set_database_settings("iot", week).unwrap();
+    assert!(put(&e, "iot.m", (0..3).map(|i| ("a".into(), i * DAY, 1.0))).is_empty());
+    assert_eq!(
+        e.partitions("iot.m")[0].end,
+        7 * DAY,
+        "the database's width"
+    );
+    let hours = StorageSettings {
+        partition: Some(parse_partition("12h").unwrap()),
+        ttl: None,
+    };
+    e.set_table_settings("iot.m", hours).unwrap();
+    // Inside the old partition: it stays. Past it: 12-hour partitions.
+    assert!(put(&e, "iot.m", [("a".into(), 5 * DAY, 2.0)].into_iter()).is_empty());
+    assert!(put(&e, "iot.m", [("a".into(), 8 * DAY, 3.0)].into_iter()).is_empty());
+    let spans: Vec<(i64, i64)> = e
+        .partitions("iot.m")
+        .iter()
+        .map(|s| (s.start, s.end))
+        .collect();
+    assert_eq!(spans, vec![(0, 7 * DAY), (8 * DAY, 8 * DAY + 12 * HOUR)]);
+    assert_eq!(read_table(&e, "iot.m").len(), 5);
+}
+
+#[test]
+fn retention_of_a_table_and_of_its_database_expire_at_the_deadline() {
+    let clock = ManualClock::new(0);
+    let (mut io, _) = EngineIo::memory();
+    io.clock = clock.clone();
+    let mut opts = auto_opts();
+    // Fixed one-hour partitions so that expiry is visible hour by hour.
+    opts.partition_ns = HOUR;
+    opts.partition_auto = false;
+    let e = Engine::open(opts.clone(), io.clone()).unwrap();
+    e.create_database_with("d", ttl("1d")).unwrap();
+    e.create_table_with(
+        "d.short",
+        tempora_model::TableSchema::new("d.short"),
+        false,
+        ttl("1h"),
+    )
+    .unwrap();
+    // Ten days of rows, one per hour, written at "now" = day 10.
+    let now = 10 * DAY;
+    clock.set(now);
+    let rows = || (0..240).map(|i| ("a".to_string(), i * HOUR, i as f64));
+    let refused_long = put(&e, "d.long", rows());
+    let refused_short = put(&e, "d.short", rows());
+    // Too-old rows are refused one by one, each saying why.
+    assert_eq!(refused_long.len(), 240 - 24, "{:?}", refused_long.first());
+    assert_eq!(refused_short.len(), 240 - 1);
+    assert!(
+        refused_short[0].contains("retention"),
+        "{}",
+        refused_short[0]
+    );
+    assert_eq!(read_table(&e, "d.long").len(), 24);
+    assert_eq!(read_table(&e, "d.short").len(), 1);
+    e.flush().unwrap();
+    // Before the deadline nothing goes; at it, the expired partitions go.
+    assert_eq!(e.enforce_retention().unwrap(), 0);
+    clock.set(now + HOUR);
+    assert!(e.enforce_retention().unwrap() >= 1);
+    assert_eq!(read_table(&e, "d.short").len(), 0, "the table's 1 h");
+    assert_eq!(read_table(&e, "d.long").len(), 23, "the database's 1 d");
+    // A restart keeps the settings.
+    drop(e);
+    let e = Engine::open(opts, io).unwrap();
+    let (own, eff, _) = e.table_settings("d.short").unwrap();
+    assert_eq!(own.ttl, Some(Setting::Ns(HOUR)));
+    assert_eq!(eff.ttl_ns, Some(HOUR));
+    let (db, _) = e.database_settings("d");
+    assert_eq!(db.ttl, Some(Setting::Ns(DAY)));
+    assert_eq!(e.table_settings("d.long").unwrap().1.ttl_ns, Some(DAY));
+    // `forever` on the table overrides its database.
+    e.set_table_settings("d.long", ttl("forever")).unwrap();
+    assert_eq!(e.table_settings("d.long").unwrap().1.ttl_ns, None);
+    assert!(put(&e, "d.long", rows()).is_empty());
+    // Changing the database's retention reaches its tables without their own.
+    e.set_database_settings("d", ttl("2d")).unwrap();
+    assert_eq!(e.table_settings("d.short").unwrap().1.ttl_ns, Some(HOUR));
+}
