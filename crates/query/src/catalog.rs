@@ -12,6 +12,7 @@ use async_trait::async_trait;
 use datafusion::catalog::{CatalogProvider, CatalogProviderList, SchemaProvider, TableProvider};
 use datafusion::error::{DataFusionError, Result as DfResult};
 use parking_lot::RwLock;
+use tempora_storage::catalog::settings::StorageSettings;
 use tempora_storage::catalog::{qualified as engine_table, split as split_engine_table};
 use tempora_storage::{Engine, StorageError};
 
@@ -88,7 +89,15 @@ impl Databases {
 
     /// Creates a database (idempotent, as InfluxDB's `CREATE DATABASE` is).
     pub fn create(&self, db: &str) -> Result<()> {
-        self.engine.create_database(db).map_err(database_error)?;
+        self.create_with(db, StorageSettings::default())
+    }
+
+    /// Creates a database with settings for its tables (`ttl`, `partition`); one that exists
+    /// keeps its own.
+    pub fn create_with(&self, db: &str, settings: StorageSettings) -> Result<()> {
+        self.engine
+            .create_database_with(db, settings)
+            .map_err(database_error)?;
         Ok(())
     }
 

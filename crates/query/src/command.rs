@@ -8,7 +8,10 @@
 //! - `CREATE TABLE` declares tags and fields up front in an existing database; line protocol
 //!   and inserts keep adding columns to it (schema on write).
 //! - `DROP TABLE` fails for a missing table unless `IF EXISTS`.
-//! - `WITH (…)` options: none are known yet, so any is refused by name.
+//! - `WITH (ttl = '30d', partition = '7d')` on `CREATE DATABASE` and `CREATE TABLE`, and
+//!   `ALTER DATABASE|TABLE name SET (…)`: retention and partition width
+//!   (`tempora_storage::catalog::settings`); a table's setting overrides its database's,
+//!   which overrides the server's. Unknown keys and bad values are refused by name.
 
 use tempora_model::TableSchema;
 
@@ -18,7 +21,8 @@ use crate::limits::QueryOptions;
 use crate::plan::Command;
 use crate::plan::show::resolve;
 use crate::service::QueryService;
-use crate::sql::ddl::Options;
+use crate::sql::ddl::{AlterSettings, AlterTarget, Options};
+use tempora_storage::catalog::settings::StorageSettings;
 
 /// Runs `c` for a session of `db` whose settings are `opts`.
 pub async fn run(q: &QueryService, db: &str, opts: &mut QueryOptions, c: &Command) -> Result<()> {
@@ -26,7 +30,7 @@ pub async fn run(q: &QueryService, db: &str, opts: &mut QueryOptions, c: &Comman
     match c {
         Command::Set(s) => opts.apply(s),
         Command::CreateDatabase(c) => {
-            no_options("CREATE DATABASE", &c.options)?;
+            let settings = settings("CREATE DATABASE", &c.options)?;
             crate::validate_database(&c.name)?;
             if dbs.exists(&c.name) {
                 return if c.if_not_exists {
@@ -36,7 +40,7 @@ pub async fn run(q: &QueryService, db: &str, opts: &mut QueryOptions, c: &Comman
                 };
             }
             let (dbs, name) = (dbs.clone(), c.name.clone());
-            blocking(move || dbs.create(&name)).await
+            blocking(move || dbs.create_with(&name, settings)).await
         }
         Command::DropDatabase(d) => {
             if !dbs.exists(&d.name) {
@@ -52,7 +56,7 @@ pub async fn run(q: &QueryService, db: &str, opts: &mut QueryOptions, c: &Comman
             Ok(())
         }
         Command::CreateTable(t) => {
-            no_options("CREATE TABLE", &t.options)?;
+            let settings = settings("CREATE TABLE", &t.options)?;
             let (db, table) = resolve(db, &t.name);
             if !dbs.exists(&db) {
                 return Err(QueryError::DatabaseNotFound(db));
@@ -63,14 +67,17 @@ pub async fn run(q: &QueryService, db: &str, opts: &mut QueryOptions, c: &Comman
             let schema = TableSchema::with_columns(&name, t.columns.clone());
             let if_not_exists = t.if_not_exists;
             let engine = dbs.engine().clone();
-            let created =
-                blocking(move || create_table(&engine, &name, schema, if_not_exists)).await?;
+            let created = blocking(move || {
+                Ok(engine.create_table_with(&name, schema, if_not_exists, settings)?)
+            })
+            .await?;
             if !created && !if_not_exists {
                 return Err(QueryError::DuplicateTable(table));
             }
             q.cache.forget_database(&db);
             Ok(())
         }
+        Command::Alter(a) => alter(q, db, a).await,
         Command::DropTable(d) => {
             for t in &d.names {
                 let (db, table) = resolve(db, t);
@@ -90,23 +97,41 @@ pub async fn run(q: &QueryService, db: &str, opts: &mut QueryOptions, c: &Comman
     }
 }
 
-/// Declares a table in the engine's catalog; false when it existed.
-fn create_table(
-    engine: &tempora_storage::Engine,
-    name: &str,
-    schema: TableSchema,
-    if_not_exists: bool,
-) -> Result<bool> {
-    Ok(engine.create_table(name, schema, if_not_exists)?)
+/// Changes a database's or a table's settings.
+async fn alter(q: &QueryService, db: &str, a: &AlterSettings) -> Result<()> {
+    let what = match &a.target {
+        AlterTarget::Database(_) => "ALTER DATABASE",
+        AlterTarget::Table(_) => "ALTER TABLE",
+    };
+    let change = settings(what, &a.options)?;
+    let engine = q.dbs.engine().clone();
+    match &a.target {
+        AlterTarget::Database(name) => {
+            if !q.dbs.exists(name) {
+                return Err(QueryError::DatabaseNotFound(name.clone()));
+            }
+            let name = name.clone();
+            blocking(move || Ok(engine.set_database_settings(&name, change).map(drop)?)).await
+        }
+        AlterTarget::Table(t) => {
+            let (db, table) = resolve(db, t);
+            let name = engine_table(&db, &table);
+            if engine.schema(&name).is_none() {
+                return Err(QueryError::TableNotFound(table));
+            }
+            blocking(move || Ok(engine.set_table_settings(&name, change).map(drop)?)).await?;
+            q.cache.forget_database(&db);
+            Ok(())
+        }
+    }
 }
 
-fn no_options(what: &str, options: &Options) -> Result<()> {
-    match options.first() {
-        None => Ok(()),
-        Some((k, _)) => Err(QueryError::Unsupported(format!(
-            "{what} … WITH ({k} = …): unknown option {k:?}; {what} takes no options yet"
-        ))),
-    }
+/// The storage settings `WITH (…)`/`SET (…)` options name; refusals name the statement.
+fn settings(what: &str, options: &Options) -> Result<StorageSettings> {
+    StorageSettings::from_options(options).map_err(|e| {
+        tracing::debug!(statement = what, error = %e, "settings refused");
+        QueryError::Storage(e)
+    })
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {

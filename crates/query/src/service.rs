@@ -253,6 +253,13 @@ impl QueryService {
                 db: db.to_string(),
             }),
         );
+        ctx.register_udtf(
+            "tempora_tables",
+            Arc::new(crate::functions::tables::TablesFn {
+                engine: self.dbs.engine().clone(),
+                db: db.to_string(),
+            }),
+        );
         if let Some(h) = &self.hook {
             h(&ctx, db);
         }

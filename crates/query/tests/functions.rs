@@ -351,7 +351,8 @@ async fn show_databases_and_tag_values() {
     );
     let dbs = rows(&q, "SHOW DATABASES").await;
     assert!(
-        dbs.contains(&"db".to_string()) && dbs.contains(&"other".to_string()),
+        dbs.contains(&"db,forever,auto".to_string())
+            && dbs.contains(&"other,forever,auto".to_string()),
         "{dbs:?}"
     );
 }

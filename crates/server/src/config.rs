@@ -31,6 +31,12 @@ pub struct Config {
     pub wal_sync: String,
     /// Region worker threads (0 = one per core).
     pub workers: usize,
+    /// Retention of tables whose own and database's settings name none: a duration such as
+    /// `30d`, or `forever`.
+    pub default_ttl: String,
+    /// Width of new time partitions when neither the table nor its database sets one: `auto`
+    /// (chosen from each table's data rate) or a duration such as `1d`.
+    pub partition: String,
     /// Memory for loaded series indexes of cold regions (bytes; the series cache).
     pub series_cache_bytes: usize,
     /// Memory for recently read data files and their footers (bytes; 0 = no cache).
@@ -76,6 +82,8 @@ impl Default for Config {
             ingest_queue_batches: 1024,
             wal_sync: "sync".into(),
             workers: 0,
+            default_ttl: "forever".into(),
+            partition: "auto".into(),
             series_cache_bytes: 1 << 30,
             file_cache_bytes: 256 << 20,
             decoded_cache_bytes: default_decoded_cache_bytes(),
@@ -200,6 +208,8 @@ impl Config {
             "ingest_queue_batches" => self.ingest_queue_batches = num(value)?,
             "wal_sync" => self.wal_sync = value.into(),
             "workers" => self.workers = num(value)?,
+            "default_ttl" => self.default_ttl = value.into(),
+            "partition" => self.partition = value.into(),
             "series_cache_bytes" => self.series_cache_bytes = num(value)?,
             "file_cache_bytes" => self.file_cache_bytes = num(value)?,
             "decoded_cache_bytes" => self.decoded_cache_bytes = num(value)?,
@@ -243,6 +253,7 @@ impl Config {
         };
         self.sync_policy()
             .map_err(|r| bad("wal_sync", self.wal_sync.clone(), &r))?;
+        self.storage_defaults().map_err(|(k, v, r)| bad(k, v, &r))?;
         for (k, v) in [("http_addr", &self.http_addr), ("pg_addr", &self.pg_addr)] {
             v.parse::<std::net::SocketAddr>()
                 .map_err(|_| bad(k, v.clone(), "expected HOST:PORT with an IP address"))?;
@@ -272,6 +283,24 @@ impl Config {
             )
         })?;
         Ok(())
+    }
+
+    /// The server-wide retention (`None`: forever) and fixed partition width (`None`: auto)
+    /// `default_ttl` and `partition` name; an error gives the key, value and reason.
+    #[allow(clippy::type_complexity)]
+    pub fn storage_defaults(
+        &self,
+    ) -> Result<(Option<i64>, Option<i64>), (&'static str, String, String)> {
+        use tempora_storage::catalog::settings::{Setting, parse_partition, parse_ttl};
+        let ns = |s: Setting| match s {
+            Setting::Unbounded => None,
+            Setting::Ns(n) => Some(n),
+        };
+        let ttl = parse_ttl(&self.default_ttl)
+            .map_err(|e| ("default_ttl", self.default_ttl.clone(), e.to_string()))?;
+        let part = parse_partition(&self.partition)
+            .map_err(|e| ("partition", self.partition.clone(), e.to_string()))?;
+        Ok((ns(ttl), ns(part)))
     }
 
     /// The WAL sync policy `wal_sync` names.

@@ -1,5 +1,6 @@
 //! InfluxDB-compatible endpoints: `/write` (v1), `/api/v2/write`, `/query` (the statements
-//! clients and loaders send at start), `/ping`.
+//! clients and loaders send at start, retention policies among them: [`crate::retention`]),
+//! `/ping`.
 //!
 //! Choices: writing to a database that does not exist creates it (as QuestDB and GreptimeDB
 //! do); a body with some bad lines stores the good ones and answers 400 with every rejected
@@ -242,6 +243,14 @@ fn influxql(s: &AppState, q: &str) -> Result<Vec<serde_json::Value>, ServerError
         let words: Vec<&str> = stmt.split_whitespace().collect();
         let upper: Vec<String> = words.iter().map(|w| w.to_ascii_uppercase()).collect();
         let name = |i: usize| words.get(i).map(|w| w.trim_matches('"').to_string());
+        if let Some(rp) = crate::retention::parse(&words) {
+            let r = rp
+                .map_err(ServerError::BadRequest)
+                .and_then(|rp| crate::retention::run(s, id, rp))
+                .unwrap_or_else(|e| json!({ "statement_id": id, "error": e.to_string() }));
+            results.push(r);
+            continue;
+        }
         let r = match upper
             .iter()
             .map(String::as_str)

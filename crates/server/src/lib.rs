@@ -19,6 +19,7 @@ pub mod pg_encode;
 pub mod pg_limits;
 pub mod pg_prepared;
 pub mod pg_startup;
+pub mod retention;
 pub mod sql_http;
 pub mod state;
 
@@ -41,6 +42,14 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/ping", get(influx::ping).head(influx::ping))
         .route("/write", post(influx::write_v1))
         .route("/api/v2/write", post(influx::write_v2))
+        .route(
+            "/api/v2/buckets",
+            get(retention::list).post(retention::create),
+        )
+        .route(
+            "/api/v2/buckets/{id}",
+            axum::routing::patch(retention::update).delete(retention::delete),
+        )
         .route("/query", get(influx::query).post(influx::query))
         .route("/api/v1/sql", get(sql_http::sql).post(sql_http::sql))
         .route("/api/v1/import", post(import::import))
@@ -55,6 +64,14 @@ fn engine_options(c: &Config) -> Result<EngineOptions, ServerError> {
         o.workers = c.workers;
     }
     o.wal_sync = c.sync_policy().map_err(ServerError::BadRequest)?;
+    let (ttl, width) = c
+        .storage_defaults()
+        .map_err(|(k, v, r)| ServerError::BadRequest(format!("{k} = {v:?}: {r}")))?;
+    o.default_ttl_ns = ttl;
+    if let Some(w) = width {
+        o.partition_ns = w;
+        o.partition_auto = false;
+    }
     o.index_cache_bytes = c.series_cache_bytes;
     o.sst_cache_bytes = c.file_cache_bytes;
     o.decoded_cache_bytes = c.decoded_cache_bytes;

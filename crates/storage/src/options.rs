@@ -14,8 +14,7 @@ pub struct EngineOptions {
     /// Most write requests a worker drains into one WAL commit.
     pub max_requests_per_commit: usize,
     /// Width of a new time partition in nanoseconds before a table's data rate is measured,
-    /// and always when `partition_auto` is off (regions are partition × bucket). Also the
-    /// width data written before partitions were sized to the data was read with.
+    /// and always when `partition_auto` is off (regions are partition × bucket).
     pub partition_ns: i64,
     /// Size new partitions from the measured data rate (`catalog::partitions`), unless a
     /// table's or database's `partition` setting fixes it.
@@ -178,11 +177,9 @@ impl EngineOptions {
         }
     }
 
-    /// How data written before partitions were sized to the data is read.
+    /// How data written before partitions were sized to the data is read: one-day partitions
+    /// of four buckets, the only layout a server wrote then (whatever `partition_ns` says now).
     pub(crate) fn legacy_layout(&self) -> crate::files::manifest::LegacyLayout {
-        crate::files::manifest::LegacyLayout {
-            partition_ns: self.partition_ns,
-            buckets: self.buckets,
-        }
+        crate::files::manifest::LegacyLayout::default()
     }
 }

@@ -15,6 +15,7 @@ pub mod counter;
 pub mod date_trunc;
 pub mod first_last;
 pub mod sample_bucket;
+pub mod tables;
 pub mod time_bucket;
 
 use std::sync::Arc;

@@ -28,7 +28,8 @@ use crate::catalog::Databases;
 use crate::error::{QueryError, Result};
 use crate::insert::SimpleInsertPlan;
 use crate::sql::{
-    CreateDatabase, CreateTable, DropDatabase, DropTable, QueryStatement, SetVariable, Statement,
+    AlterSettings, CreateDatabase, CreateTable, DropDatabase, DropTable, QueryStatement,
+    SetVariable, Statement,
 };
 
 /// What runs a statement.
@@ -51,6 +52,7 @@ pub enum Command {
     DropDatabase(DropDatabase),
     CreateTable(CreateTable),
     DropTable(DropTable),
+    Alter(AlterSettings),
     Set(SetVariable),
 }
 
@@ -93,6 +95,7 @@ pub async fn plan(
         Statement::DropDatabase(d) => Planned::Command(Command::DropDatabase(d.clone())),
         Statement::CreateTable(c) => Planned::Command(Command::CreateTable(c.clone())),
         Statement::DropTable(d) => Planned::Command(Command::DropTable(d.clone())),
+        Statement::Alter(a) => Planned::Command(Command::Alter(a.clone())),
         Statement::Set(s) => Planned::Command(Command::Set(s.clone())),
         Statement::Session(s) => Planned::Session(s.clone()),
     })

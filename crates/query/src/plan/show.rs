@@ -1,6 +1,8 @@
 //! Plans of the catalog statements ([`crate::sql::Show`]):
 //!
-//! - `SHOW DATABASES` → the databases (`name`), sorted;
+//! - `SHOW DATABASES` → the databases (`name`), sorted, with the retention (`ttl`) and
+//!   partition width (`partition`) their tables get unless they set their own
+//!   (`crate::functions::tables`);
 //! - `SHOW TAG VALUES FROM t WITH KEY = k` → the distinct non-NULL values of tag `k` in `t`
 //!   (`value`), sorted: a scan of `t` like any query's, so the tag index answers it;
 //! - `DESCRIBE t` → each column's name, type and kind (`tag`, `time`, `field`), in the table's
@@ -28,8 +30,15 @@ pub async fn plan(
 ) -> Result<LogicalPlan> {
     match s {
         Show::Databases => {
+            use crate::functions::tables::{partition_text, ttl_text};
             let names = dbs.list();
-            rows_plan(&["name"], vec![names])
+            let (mut ttl, mut part) = (Vec::new(), Vec::new());
+            for n in &names {
+                let (_, eff) = dbs.engine().database_settings(n);
+                ttl.push(ttl_text(eff.ttl_ns));
+                part.push(partition_text(eff.partition_ns));
+            }
+            rows_plan(&["name", "ttl", "partition"], vec![names, ttl, part])
         }
         Show::TagValues { table, key } => {
             let (db, name) = resolve(db, table);

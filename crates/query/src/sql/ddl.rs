@@ -10,6 +10,8 @@
 //!     [PRIMARY KEY (host, ...)]    -- the tags
 //! ) [WITH (key = value, ...)]
 //! DROP TABLE [IF EXISTS] name [, ...]
+//! ALTER DATABASE name SET (key = value, ...)
+//! ALTER TABLE name SET (key = value, ...)
 //! ```
 //!
 //! `WITH` options are read as (key, value) text pairs; which keys a statement takes is the
@@ -54,6 +56,19 @@ pub struct CreateTable {
     /// Tags and fields in declared order (the time column is not listed).
     pub columns: Vec<(String, ColumnKind)>,
     pub options: Options,
+}
+
+/// `ALTER DATABASE|TABLE name SET (key = value, ...)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlterSettings {
+    pub target: AlterTarget,
+    pub options: Options,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum AlterTarget {
+    Database(String),
+    Table(TableName),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -312,6 +327,33 @@ fn with_options(p: &mut Parser) -> Result<Options> {
     if !p.parse_keyword(Keyword::WITH) {
         return Ok(Vec::new());
     }
+    option_list(p)
+}
+
+/// `ALTER DATABASE name SET (...)` or `ALTER TABLE name SET (...)` from its tokens.
+pub fn alter(tokens: Vec<TokenWithSpan>) -> Result<AlterSettings> {
+    let mut p = tokens::parser(tokens);
+    p.expect_keyword(Keyword::ALTER).map_err(syntax)?;
+    let target = if p.parse_keyword(Keyword::DATABASE) {
+        AlterTarget::Database(database_name(&mut p)?)
+    } else {
+        p.expect_keyword(Keyword::TABLE).map_err(syntax)?;
+        AlterTarget::Table(table_name(&p.parse_object_name(false).map_err(syntax)?)?)
+    };
+    p.expect_keyword(Keyword::SET).map_err(|_| {
+        QueryError::Unsupported(
+            "ALTER takes SET (ttl = '...', partition = '...') only; columns are added by \
+             writing them"
+                .into(),
+        )
+    })?;
+    let options = option_list(&mut p)?;
+    end(&p)?;
+    Ok(AlterSettings { target, options })
+}
+
+/// `(key = value, ...)`.
+fn option_list(p: &mut Parser) -> Result<Options> {
     p.expect_token(&Token::LParen).map_err(syntax)?;
     let mut out: Options = Vec::new();
     loop {

@@ -35,7 +35,9 @@ use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan};
 use datafusion_pg_catalog::sql::PostgresCompatibilityParser;
 
 use crate::error::{QueryError, Result};
-pub use ddl::{CreateDatabase, CreateTable, DropDatabase, DropTable, TableName};
+pub use ddl::{
+    AlterSettings, AlterTarget, CreateDatabase, CreateTable, DropDatabase, DropTable, TableName,
+};
 pub use latest_on::LatestOn;
 pub use sample_by::SampleBy;
 pub use set::SetVariable;
@@ -57,6 +59,8 @@ pub enum Statement {
     DropDatabase(DropDatabase),
     CreateTable(CreateTable),
     DropTable(DropTable),
+    /// `ALTER DATABASE|TABLE name SET (...)`: retention and partition width.
+    Alter(AlterSettings),
     /// `SET` / `RESET` of a setting Tempora keeps per session.
     Set(SetVariable),
     /// A PostgreSQL session statement (`BEGIN`, `COMMIT`, `SET DateStyle`, `SHOW x`, cursors):
@@ -95,6 +99,10 @@ impl Statement {
             Statement::DropDatabase(_) => "DROP DATABASE",
             Statement::CreateTable(_) => "CREATE TABLE",
             Statement::DropTable(_) => "DROP TABLE",
+            Statement::Alter(a) => match a.target {
+                AlterTarget::Database(_) => "ALTER DATABASE",
+                AlterTarget::Table(_) => "ALTER TABLE",
+            },
             Statement::Set(_) => "SET",
             Statement::Session(_) => "SESSION",
         }
@@ -122,6 +130,7 @@ pub fn statement(tokens: Vec<TokenWithSpan>) -> Result<Statement> {
         ["DROP", "DATABASE", ..] => ddl::drop_database(tokens).map(Statement::DropDatabase),
         ["CREATE", "TABLE", ..] => ddl::create_table(tokens).map(Statement::CreateTable),
         ["DROP", "TABLE", ..] => ddl::drop_table(tokens).map(Statement::DropTable),
+        ["ALTER", "DATABASE" | "TABLE", ..] => ddl::alter(tokens).map(Statement::Alter),
         _ if reads_pg_catalog(&tokens) && !has_clause(&tokens) => pg_compatible(&tokens),
         _ => query_or_other(tokens),
     }

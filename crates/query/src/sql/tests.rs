@@ -25,6 +25,7 @@ fn kind(s: &Statement) -> String {
         Statement::DropDatabase(_) => "drop database".into(),
         Statement::CreateTable(_) => "create table".into(),
         Statement::DropTable(_) => "drop table".into(),
+        Statement::Alter(a) => format!("alter {:?}", a.options),
         Statement::Set(s) => format!("set {}", s.setting.name()),
         Statement::Session(_) => "session".into(),
         Statement::Plan(_) => "plan".into(),
@@ -92,6 +93,16 @@ fn texts_read_as_typed_statements() {
         ),
         ("drop table", "DROP TABLE t", &["drop table"]),
         (
+            "alter a table's settings",
+            "ALTER TABLE t SET (ttl = '7d', partition = '1d')",
+            &["alter [(\"ttl\", \"7d\"), (\"partition\", \"1d\")]"],
+        ),
+        (
+            "alter a database's settings",
+            "alter database d set (TTL = forever)",
+            &["alter [(\"ttl\", \"forever\")]"],
+        ),
+        (
             "statement timeout",
             "SET statement_timeout = '5s'",
             &["set statement_timeout"],
@@ -144,11 +155,7 @@ fn refusals_name_the_statement_or_the_problem() {
             "CREATE VIEW v AS SELECT 1",
             "CREATE VIEW is not supported",
         ),
-        (
-            "alter",
-            "ALTER TABLE t ADD COLUMN x INT",
-            "ALTER TABLE is not supported",
-        ),
+        ("alter", "ALTER TABLE t ADD COLUMN x INT", "ALTER takes SET"),
         ("copy", "COPY t TO 'x.csv'", "COPY is not supported"),
         (
             "sample by in a subquery",

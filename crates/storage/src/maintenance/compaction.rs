@@ -14,7 +14,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use arrow::array::{AsArray, BooleanArray};
-use arrow::compute::filter_record_batch;
 use arrow::datatypes::Int64Type;
 
 use parking_lot::Mutex;
@@ -258,7 +257,8 @@ fn compact_group(
         .zip(inputs)
         .map(|(run, f)| tombstone::apply_to_run(run, &tombstone::for_file(&tombs, &f.meta)))
         .collect::<Result<Vec<_>>>()?;
-    let merged = merge_runs(&runs, &fields)?;
+    // Deletes may have taken every row of a key.
+    let merged = merge_runs(&runs, &fields)?.without_empty_keys()?;
     let mut added = Vec::new();
     let mut written = Vec::new();
     let result = (|| -> Result<()> {
@@ -314,10 +314,7 @@ fn split_by_window(run: &SortedRun, origin: i64, window_ns: i64) -> Result<Vec<S
     let mut out = Vec::new();
     for w in windows {
         let mask: BooleanArray = times.iter().map(|t| Some(window(t) == w)).collect();
-        out.push(SortedRun {
-            keys: run.keys.clone(),
-            batch: filter_record_batch(&run.batch, &mask)?,
-        });
+        out.push(run.filter(&mask)?);
     }
     Ok(out)
 }
@@ -400,5 +397,34 @@ mod tests {
         ] {
             assert_eq!(region_window(start, end, 10, now), want, "{name}");
         }
+    }
+
+    #[test]
+    fn each_window_of_a_split_keeps_only_its_own_keys() {
+        use arrow::array::{Float64Array, Int64Array, RecordBatch, UInt32Array, UInt64Array};
+        use tempora_model::FieldType;
+        let fields = vec![("v".to_string(), FieldType::F64)];
+        // Key a only in window 0; key b in windows 0 and 1 (windows of 10 from origin 100).
+        let batch = RecordBatch::try_new(
+            crate::read::run::run_schema(&fields),
+            vec![
+                Arc::new(UInt32Array::from(vec![0, 1, 1])),
+                Arc::new(Int64Array::from(vec![101, 102, 115])),
+                Arc::new(UInt64Array::from(vec![1, 1, 1])),
+                Arc::new(Float64Array::from(vec![1.0, 2.0, 3.0])),
+            ],
+        )
+        .unwrap();
+        let run = SortedRun {
+            keys: Arc::new(vec![bytes::Bytes::from("a"), bytes::Bytes::from("b")]),
+            batch,
+        };
+        let parts = split_by_window(&run, 100, 10).unwrap();
+        assert_eq!(parts.len(), 2);
+        assert_eq!(parts[0].keys.len(), 2);
+        assert_eq!(parts[1].keys.as_slice(), &[bytes::Bytes::from("b")]);
+        assert_eq!(parts[1].ranks(), &[0]);
+        // Every key of a part has a row: its newest rows are one per key.
+        assert_eq!(parts[1].last_per_key().num_rows(), 1);
     }
 }

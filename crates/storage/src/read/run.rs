@@ -94,9 +94,56 @@ impl SortedRun {
         self.batch.column(2).as_primitive::<UInt64Type>().values()
     }
 
+    /// The rows `mask` keeps, as a run whose keys are those of the kept rows only (so that
+    /// every key of it still has a row).
+    pub fn filter(&self, mask: &arrow::array::BooleanArray) -> Result<SortedRun> {
+        let batch = arrow::compute::filter_record_batch(&self.batch, mask)?;
+        SortedRun {
+            keys: self.keys.clone(),
+            batch,
+        }
+        .without_empty_keys()
+    }
+
+    /// The run without the keys that have no row (a delete or a window split can leave
+    /// some), ranks renumbered.
+    pub fn without_empty_keys(self) -> Result<SortedRun> {
+        let batch = self.batch;
+        let ranks = batch.column(0).as_primitive::<UInt32Type>().values();
+        let distinct = ranks.windows(2).filter(|w| w[0] != w[1]).count() + 1;
+        if ranks.is_empty() || distinct == self.keys.len() {
+            let keys = if ranks.is_empty() {
+                Arc::new(Vec::new())
+            } else {
+                self.keys
+            };
+            return Ok(SortedRun { keys, batch });
+        }
+        let mut keys = Vec::with_capacity(distinct);
+        let mut remap = Vec::with_capacity(ranks.len());
+        for (i, &r) in ranks.iter().enumerate() {
+            if i == 0 || ranks[i - 1] != r {
+                keys.push(self.keys[r as usize].clone());
+            }
+            remap.push(keys.len() as u32 - 1);
+        }
+        let mut columns = batch.columns().to_vec();
+        columns[0] = Arc::new(UInt32Array::from(remap));
+        Ok(SortedRun {
+            keys: Arc::new(keys),
+            batch: RecordBatch::try_new(batch.schema(), columns)?,
+        })
+    }
+
     /// The newest row of each key (the last of its rows, the run being sorted by key then
     /// time), with the same keys: every key of a run has at least one row.
     pub fn last_per_key(&self) -> SortedRun {
+        debug_assert!(
+            self.ranks()
+                .last()
+                .is_none_or(|r| (*r as usize) < self.keys.len()),
+            "ranks within the keys"
+        );
         let ranks = self.ranks();
         let n = ranks.len();
         if n == self.keys.len() {

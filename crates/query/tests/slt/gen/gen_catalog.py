@@ -11,7 +11,7 @@ otherwise (1.0 float, 1 integer, true boolean).""",
 )
 
 s.section("An empty database")
-s.query("T", "SHOW DATABASES", expect=["db"])
+s.query("TTT", "SHOW DATABASES", expect=["db forever auto"])
 s.query("T", "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'", expect=[])
 
 s.section("Two tables")
@@ -29,7 +29,7 @@ s.insert("cpu", cols, [
     ("2024-01-02T00:00:00Z", "a", "eu", 5.0, 5, True),
 ], comment="More tag values, in the memtable.")
 
-s.query("T", "SHOW DATABASES", expect=["db"])
+s.query("TTT", "SHOW DATABASES", expect=["db forever auto"])
 s.query("TTTT", "SHOW TABLES", rowsort=True, expect=[
     "db public cpu BASE TABLE",
     "db public mem BASE TABLE",
@@ -106,6 +106,23 @@ s.query("T", "SHOW TAG VALUES FROM cpu WITH KEY = host", expect=["x"])
 s.query("TTT", "DESCRIBE cpu", rowsort=True, expect=["host string tag", "time timestamp time", "v float field"])
 s.flush()
 s.query("I", "SELECT count(*) FROM cpu", expect=["1"], comment="The old files stay gone after a flush.")
-s.query("T", "SHOW DATABASES", expect=["db"])
+s.query("TTT", "SHOW DATABASES", expect=["db forever auto"])
+
+s.section("Retention and partition settings")
+s.c("A table's settings override its database's, which override the server's (forever, auto).")
+s.stmt("ALTER TABLE cpu SET (partition = '7d')")
+s.stmt("ALTER DATABASE db SET (ttl = '3650d')")
+s.query("TTT", "SHOW DATABASES", expect=["db 3650d auto"])
+s.query("TTTTTT",
+        "SELECT table_name, ttl, partition, own_ttl, own_partition, next_partition FROM tempora_tables() ORDER BY table_name",
+        expect=["cpu 3650d 1w NULL 1w 1w", "mem 3650d auto NULL NULL 1d"])
+s.stmt("ALTER TABLE mem SET (ttl = 'forever', partition = '12h')")
+s.query("TTTT", "SELECT table_name, ttl, own_ttl, next_partition FROM tempora_tables() ORDER BY table_name",
+        expect=["cpu 3650d NULL 1w", "mem forever forever 12h"])
+s.error("ALTER TABLE cpu SET (colour = 'red')", "unknown option")
+s.error("ALTER TABLE cpu SET (ttl = '10s')", "shorter than")
+s.error("ALTER TABLE nope SET (ttl = '1d')", "doesn't exist")
+s.error("ALTER DATABASE nope SET (ttl = '1d')", "nope")
+s.error("CREATE TABLE t2 (host TAG, v DOUBLE) WITH (partition = 'weekly')", "partition")
 
 s.write()
