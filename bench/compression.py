@@ -20,6 +20,11 @@ Data sets (each from a package; a missing one stops the run with the command tha
            stocks, tag ticker, fields open high low close adj_close (float), volume (integer).
   flights  vega-datasets (npm, 3.x): data/flights-3m.parquet. Table flights, tags origin and
            destination, fields delay and distance (integers).
+  weather  vega-datasets: data/weather.csv, daily readings of Seattle and New York, 2012-2015.
+           Table weather, tag location, fields precipitation temp_max temp_min wind (float); the
+           text column weather is dropped. Long and sparse: four years of daily points.
+  co2      vega-datasets: data/co2-concentration.csv, monthly Mauna Loa CO2 since 1958. Table
+           co2, no tag, fields co2 and adjusted_co2 (float). Sixty years of monthly points, one series.
 values = the non-null field values stored (rows x fields less the nulls).
 
 Repeated times. Tempora keeps one row per (series, time), the last write winning. glucose has 3
@@ -68,7 +73,7 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 
-ALL_DATASETS = ["tmy3", "glucose", "stocks", "flights"]
+ALL_DATASETS = ["tmy3", "glucose", "stocks", "flights", "weather", "co2"]
 ALL_SYSTEMS = ["tempora", "parquet-zstd", "duckdb", "chdb", "csv", "csv.gz", "source"]
 DB = "compression"
 PRECISIONS = [("s", 10**9), ("ms", 10**6), ("us", 10**3), ("ns", 1)]
@@ -362,7 +367,32 @@ def load_flights(args) -> Dataset:
                    f"vega-datasets {version} (npm)", shifted)
 
 
-LOADERS = {"tmy3": load_tmy3, "glucose": load_glucose, "stocks": load_stocks, "flights": load_flights}
+def load_weather(args) -> Dataset:
+    import pandas as pd
+    d = vega_dir(args)
+    path = os.path.join(d, "data", "weather.csv")
+    with open(os.path.join(d, "package.json")) as f:
+        version = json.load(f).get("version", "?")
+    raw = pd.read_csv(path)  # location,date,precipitation,temp_max,temp_min,wind,weather
+    out, kinds, shifted = prepare(raw, "date", ["location"], ["precipitation", "temp_max", "temp_min", "wind"])
+    return Dataset("weather", "vega weather (daily, 2 cities, 4 years)", "weather", out, ["location"], kinds,
+                   [path], f"vega-datasets {version} (npm)", shifted)
+
+
+def load_co2(args) -> Dataset:
+    import pandas as pd
+    d = vega_dir(args)
+    path = os.path.join(d, "data", "co2-concentration.csv")
+    with open(os.path.join(d, "package.json")) as f:
+        version = json.load(f).get("version", "?")
+    raw = pd.read_csv(path)  # Date,CO2,adjusted CO2 (monthly, Mauna Loa, 1958-)
+    out, kinds, shifted = prepare(raw, "Date", [], ["CO2", "adjusted CO2"])
+    return Dataset("co2", "vega CO2 (monthly, 60 years)", "co2", out, [], kinds, [path],
+                   f"vega-datasets {version} (npm)", shifted)
+
+
+LOADERS = {"tmy3": load_tmy3, "glucose": load_glucose, "stocks": load_stocks, "flights": load_flights,
+           "weather": load_weather, "co2": load_co2}
 
 
 # ------------------------------------------------------------------ other systems

@@ -45,7 +45,7 @@ fn widths_follow_the_data_rate_and_buckets_the_series_count() {
     // (table, series, spacing, points per series, one batch per series, width, buckets)
     let cases = [
         ("hourly", 5, HOUR, 24 * 200, true, 365 * DAY, 1),
-        ("daily", 3, DAY, 2000, true, 3652 * DAY, 1),
+        ("daily", 3, DAY, 2000, true, 7305 * DAY, 1),
         ("ten_seconds", 100, 10 * SEC, 40, false, DAY, 4),
         ("ten_seconds_few", 20, 10 * SEC, 40, false, DAY, 1),
     ];

@@ -10,7 +10,7 @@
 //!
 //! The automatic width follows the data rate: about [`TARGET_POINTS_PER_SERIES`] points of each
 //! series per partition (a 10-second series gets one day, an hourly one a year, a daily one
-//! the longest width), rounded to the nearest width of [`WIDTHS`] on a log scale, and never
+//! twenty years, a monthly one the longest width, a century), rounded to the nearest width of [`WIDTHS`] on a log scale, and never
 //! more than a tenth of the retention so that expiry still drops data in small steps. The
 //! rate is measured from written batches: `span × series / (rows − series)` is the spacing of
 //! a series' points when each series has several in the batch.
@@ -46,7 +46,7 @@ pub const TARGET_POINTS_PER_SERIES: f64 = 8640.0;
 pub const SERIES_PER_BUCKET: u64 = 25;
 
 /// The widths an automatic choice rounds to, narrowest first.
-pub const WIDTHS: [i64; 17] = [
+pub const WIDTHS: [i64; 20] = [
     HOUR_NS,
     2 * HOUR_NS,
     4 * HOUR_NS,
@@ -64,6 +64,9 @@ pub const WIDTHS: [i64; 17] = [
     730 * DAY_NS,
     1826 * DAY_NS,
     3652 * DAY_NS,
+    7305 * DAY_NS,
+    18262 * DAY_NS,
+    36525 * DAY_NS,
 ];
 
 /// The span a row at `t` goes to among `spans` (keyed by start): the one holding `t`, or a new
@@ -266,10 +269,16 @@ mod tests {
     fn width_follows_the_rate() {
         let sec = 1e9;
         // (name, interval ns, retention cap, width)
-        let cases: [(&str, f64, Option<i64>, i64); 6] = [
+        let cases: [(&str, f64, Option<i64>, i64); 7] = [
             ("10-second series: a day", 10.0 * sec, None, DAY_NS),
             ("hourly: a year", 3600.0 * sec, None, 365 * DAY_NS),
-            ("daily: ten years", 86400.0 * sec, None, 3652 * DAY_NS),
+            ("daily: twenty years", 86400.0 * sec, None, 7305 * DAY_NS),
+            (
+                "monthly: a century",
+                30.0 * 86400.0 * sec,
+                None,
+                36525 * DAY_NS,
+            ),
             ("millisecond: an hour", 1e6, None, HOUR_NS),
             (
                 "hourly with 30 d retention: 2 d",
