@@ -21,7 +21,7 @@ use crate::limits::QueryOptions;
 use crate::plan::Command;
 use crate::plan::show::resolve;
 use crate::service::QueryService;
-use crate::sql::ddl::{AlterSettings, AlterTarget, Options};
+use crate::sql::ddl::{AlterSettings, AlterTarget};
 use tempora_storage::catalog::settings::StorageSettings;
 
 /// Runs `c` for a session of `db` whose settings are `opts`.
@@ -30,7 +30,7 @@ pub async fn run(q: &QueryService, db: &str, opts: &mut QueryOptions, c: &Comman
     match c {
         Command::Set(s) => opts.apply(s),
         Command::CreateDatabase(c) => {
-            let settings = settings("CREATE DATABASE", &c.options)?;
+            let settings = StorageSettings::from_options(&c.options)?;
             crate::validate_database(&c.name)?;
             if dbs.exists(&c.name) {
                 return if c.if_not_exists {
@@ -56,7 +56,7 @@ pub async fn run(q: &QueryService, db: &str, opts: &mut QueryOptions, c: &Comman
             Ok(())
         }
         Command::CreateTable(t) => {
-            let settings = settings("CREATE TABLE", &t.options)?;
+            let settings = StorageSettings::from_options(&t.options)?;
             let (db, table) = resolve(db, &t.name);
             if !dbs.exists(&db) {
                 return Err(QueryError::DatabaseNotFound(db));
@@ -99,11 +99,7 @@ pub async fn run(q: &QueryService, db: &str, opts: &mut QueryOptions, c: &Comman
 
 /// Changes a database's or a table's settings.
 async fn alter(q: &QueryService, db: &str, a: &AlterSettings) -> Result<()> {
-    let what = match &a.target {
-        AlterTarget::Database(_) => "ALTER DATABASE",
-        AlterTarget::Table(_) => "ALTER TABLE",
-    };
-    let change = settings(what, &a.options)?;
+    let change = StorageSettings::from_options(&a.options)?;
     let engine = q.dbs.engine().clone();
     match &a.target {
         AlterTarget::Database(name) => {
@@ -124,14 +120,6 @@ async fn alter(q: &QueryService, db: &str, a: &AlterSettings) -> Result<()> {
             Ok(())
         }
     }
-}
-
-/// The storage settings `WITH (…)`/`SET (…)` options name; refusals name the statement.
-fn settings(what: &str, options: &Options) -> Result<StorageSettings> {
-    StorageSettings::from_options(options).map_err(|e| {
-        tracing::debug!(statement = what, error = %e, "settings refused");
-        QueryError::Storage(e)
-    })
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {

@@ -291,16 +291,12 @@ impl Config {
     pub fn storage_defaults(
         &self,
     ) -> Result<(Option<i64>, Option<i64>), (&'static str, String, String)> {
-        use tempora_storage::catalog::settings::{Setting, parse_partition, parse_ttl};
-        let ns = |s: Setting| match s {
-            Setting::Unbounded => None,
-            Setting::Ns(n) => Some(n),
-        };
+        use tempora_storage::catalog::settings::{parse_partition, parse_ttl};
         let ttl = parse_ttl(&self.default_ttl)
             .map_err(|e| ("default_ttl", self.default_ttl.clone(), e.to_string()))?;
         let part = parse_partition(&self.partition)
             .map_err(|e| ("partition", self.partition.clone(), e.to_string()))?;
-        Ok((ns(ttl), ns(part)))
+        Ok((ttl.ns(), part.ns()))
     }
 
     /// The WAL sync policy `wal_sync` names.

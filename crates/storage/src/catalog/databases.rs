@@ -101,12 +101,7 @@ impl Catalog {
         created.insert(name.to_string());
         if settings != StorageSettings::default() {
             self.db_settings.write().insert(name.to_string(), settings);
-            for (t, table) in tables.iter() {
-                if split(t).is_some_and(|(d, _)| d == name) {
-                    let own = table.settings();
-                    table.set_settings(own, self.effective_for(t, own));
-                }
-            }
+            self.resolve_tables_of(&tables, name);
         }
         Ok(!held)
     }
@@ -173,13 +168,19 @@ impl Catalog {
             }])?;
         created.insert(name.to_string());
         self.db_settings.write().insert(name.to_string(), merged);
+        self.resolve_tables_of(&tables, name);
+        Ok(merged)
+    }
+
+    /// Resolves again the settings of every table of database `db` (`tables` is the locked
+    /// map), after the database's changed.
+    fn resolve_tables_of(&self, tables: &Tables, db: &str) {
         for (t, table) in tables.iter() {
-            if split(t).is_some_and(|(d, _)| d == name) {
+            if split(t).is_some_and(|(d, _)| d == db) {
                 let own = table.settings();
                 table.set_settings(own, self.effective_for(t, own));
             }
         }
-        Ok(merged)
     }
 
     /// Declares table `name` with `schema` (its name replaced by `name`) and its own

@@ -31,6 +31,16 @@ pub enum Setting {
     Ns(i64),
 }
 
+impl Setting {
+    /// The duration in ns; `None` when unbounded (forever, auto).
+    pub fn ns(self) -> Option<i64> {
+        match self {
+            Setting::Unbounded => None,
+            Setting::Ns(n) => Some(n),
+        }
+    }
+}
+
 /// The settings a database or table holds; `None` inherits.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StorageSettings {
@@ -89,13 +99,9 @@ pub struct Effective {
 pub fn resolve(table: StorageSettings, db: StorageSettings, d: Defaults) -> Effective {
     let ttl = table.ttl.or(db.ttl).unwrap_or(d.ttl);
     let partition = table.partition.or(db.partition).unwrap_or(d.partition);
-    let ns = |s: Setting| match s {
-        Setting::Unbounded => None,
-        Setting::Ns(n) => Some(n),
-    };
     Effective {
-        ttl_ns: ns(ttl),
-        partition_ns: ns(partition),
+        ttl_ns: ttl.ns(),
+        partition_ns: partition.ns(),
     }
 }
 

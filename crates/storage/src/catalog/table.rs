@@ -152,6 +152,13 @@ impl Table {
         n as u64
     }
 
+    /// The partition that ends where one starting at `start` begins, if any.
+    pub fn span_ending_at(&self, start: i64) -> Option<Span> {
+        let spans = self.spans.read();
+        let prev = spans.range(..start).next_back().map(|(_, s)| *s)?;
+        (prev.end == start).then_some(prev)
+    }
+
     /// Every partition, oldest first.
     pub fn spans(&self) -> Vec<Span> {
         self.spans.read().values().copied().collect()

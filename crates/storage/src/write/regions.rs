@@ -50,13 +50,13 @@ impl Placement {
             return r;
         }
         table.add_span(span);
+        let previous = table.span_ending_at(span.start);
         let mut regions = table.regions.write();
         if let Some(r) = regions.get(&(span.start, bucket)) {
             return r.clone();
         }
-        let interval = regions
-            .values()
-            .find(|r| r.key.end == span.start && r.key.bucket == bucket)
+        let interval = previous
+            .and_then(|p| regions.get(&(p.start, bucket)))
             .and_then(|prev| prev.meter.lock().interval_ns())
             .unwrap_or(DEFAULT_INTERVAL_NS);
         let worker = self.balancer.lock().assign(interval);
