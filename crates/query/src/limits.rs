@@ -159,8 +159,8 @@ pub fn parse_duration(v: &str) -> Result<Option<Duration>, String> {
     Ok((ms > 0.0).then(|| Duration::from_micros((ms * 1e3) as u64)))
 }
 
-/// A byte size: a number, optionally with `kB`, `MB`, `GB` (powers of 1024, as PostgreSQL's
-/// memory settings). `0` means no client limit (`None`).
+/// A byte size: a number, optionally with `kB`, `MB`, `GB`, `TB` (powers of 1024, as PostgreSQL's
+/// memory settings; `KiB`, `MiB`, `GiB`, `TiB` say the same). `0` means no client limit (`None`).
 pub fn parse_bytes(v: &str) -> Result<Option<usize>, String> {
     let v = v.trim().trim_matches('\'');
     let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
@@ -170,10 +170,10 @@ pub fn parse_bytes(v: &str) -> Result<Option<usize>, String> {
         .map_err(|_| format!("{v:?} is not a size (e.g. 64MB)"))?;
     let mult: u64 = match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 1,
-        "kb" | "k" => 1 << 10,
-        "mb" | "m" => 1 << 20,
-        "gb" | "g" => 1 << 30,
-        "tb" | "t" => 1 << 40,
+        "kb" | "k" | "kib" => 1 << 10,
+        "mb" | "m" | "mib" => 1 << 20,
+        "gb" | "g" | "gib" => 1 << 30,
+        "tb" | "t" | "tib" => 1 << 40,
         u => return Err(format!("unknown size unit {u:?} in {v:?}")),
     };
     let bytes = n
@@ -209,6 +209,8 @@ mod tests {
             ("64MB", Some(64 << 20)),
             ("'1GB'", Some(1 << 30)),
             ("8kB", Some(8 << 10)),
+            ("1GiB", Some(1 << 30)),
+            ("512 MiB", Some(512 << 20)),
             ("0", None),
         ] {
             assert_eq!(parse_bytes(text), Ok(want), "{text}");

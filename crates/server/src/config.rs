@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::memory::{MemoryPlan, Part, Source};
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
@@ -37,20 +39,30 @@ pub struct Config {
     /// Width of new time partitions when neither the table nor its database sets one: `auto`
     /// (chosen from each table's data rate) or a duration such as `1d`.
     pub partition: String,
+    /// The memory the whole process may use: a size (`4GiB`, `512MiB`, bytes) or `auto`
+    /// (three quarters of the machine's or the cgroup's memory). Each part below that is not
+    /// set gets its share of it (`crate::memory`; `tempora config show` prints them).
+    pub memory_budget: String,
+    /// Memtables: rows written and not yet flushed; writes wait above it (bytes).
+    pub memtable_bytes: Option<usize>,
+    /// Request bodies and parsed rows on their way to the engine; writes wait above it.
+    pub ingest_buffer_bytes: Option<usize>,
+    /// Rows one compaction holds decoded at once (bytes).
+    pub compaction_memory_bytes: Option<usize>,
     /// Memory for loaded series indexes of cold regions (bytes; the series cache).
-    pub series_cache_bytes: usize,
+    pub series_cache_bytes: Option<usize>,
     /// Memory for recently read data files and their footers (bytes; 0 = no cache).
-    pub file_cache_bytes: usize,
-    /// Memory for decoded column chunks of data files (bytes; 0 = no cache). Default: a
-    /// quarter of the machine's memory ([`default_decoded_cache_bytes`]).
-    pub decoded_cache_bytes: usize,
+    pub file_cache_bytes: Option<usize>,
+    /// Memory for decoded column chunks of data files (bytes; 0 = no cache).
+    pub decoded_cache_bytes: Option<usize>,
     /// After start, read the newest data into the decoded cache in the background until it
     /// holds this percentage of its budget (0 = off; at most 100).
     pub prewarm_percent: u8,
     /// Memory all queries may hold together (bytes).
-    pub query_memory_bytes: usize,
-    /// Memory one query may hold (bytes); clients may ask for less.
-    pub query_memory_limit_bytes: usize,
+    pub query_memory_bytes: Option<usize>,
+    /// Memory one query may hold (bytes; default half of `query_memory_bytes`); clients may
+    /// ask for less.
+    pub query_memory_limit_bytes: Option<usize>,
     /// Longest a query may run (seconds).
     pub query_timeout_secs: u64,
     /// Rows in a SQL result sent over HTTP, at most.
@@ -84,12 +96,16 @@ impl Default for Config {
             workers: 0,
             default_ttl: "forever".into(),
             partition: "auto".into(),
-            series_cache_bytes: 1 << 30,
-            file_cache_bytes: 256 << 20,
-            decoded_cache_bytes: default_decoded_cache_bytes(),
+            memory_budget: "auto".into(),
+            memtable_bytes: None,
+            ingest_buffer_bytes: None,
+            compaction_memory_bytes: None,
+            series_cache_bytes: None,
+            file_cache_bytes: None,
+            decoded_cache_bytes: None,
             prewarm_percent: 75,
-            query_memory_bytes: 2 << 30,
-            query_memory_limit_bytes: 1 << 30,
+            query_memory_bytes: None,
+            query_memory_limit_bytes: None,
             query_timeout_secs: 300,
             max_result_rows: 1_000_000,
             query_operators: true,
@@ -100,25 +116,12 @@ impl Default for Config {
     }
 }
 
-/// The decoded-chunk cache when none is set: a quarter of the memory this process may use (the
-/// machine's `MemTotal`, or the cgroup's `memory.max` when lower), within
-/// [`DECODED_CACHE_MIN`, `DECODED_CACHE_MAX`]; `DECODED_CACHE_MIN` where neither can be read.
-/// At 4,000 TSBS hosts a day decodes to 3.3 GB: with 256 MiB every query decoded its chunks
-/// again (docs/benchmarks.md, session 12).
-pub fn default_decoded_cache_bytes() -> usize {
+/// The memory this process may use: the machine's `MemTotal`, or the cgroup's `memory.max`
+/// when lower; `None` when neither can be read.
+pub fn machine_memory() -> Option<usize> {
     let meminfo = std::fs::read_to_string("/proc/meminfo").ok();
     let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max").ok();
-    decoded_cache_for(memory_limit(meminfo.as_deref(), cgroup.as_deref()))
-}
-
-pub const DECODED_CACHE_MIN: usize = 256 << 20;
-pub const DECODED_CACHE_MAX: usize = 16 << 30;
-
-/// A quarter of `memory`, within the bounds.
-fn decoded_cache_for(memory: Option<usize>) -> usize {
-    memory.map_or(DECODED_CACHE_MIN, |m| {
-        (m / 4).clamp(DECODED_CACHE_MIN, DECODED_CACHE_MAX)
-    })
+    memory_limit(meminfo.as_deref(), cgroup.as_deref())
 }
 
 /// The lower of `MemTotal` (`/proc/meminfo`, in kB) and a cgroup v2 `memory.max` (bytes, or
@@ -196,6 +199,11 @@ impl Config {
             v.parse::<usize>()
                 .map_err(|_| invalid("expected a whole number"))
         };
+        let size = |v: &str| {
+            tempora_query::limits::parse_bytes(v)
+                .map(|b| b.unwrap_or(0))
+                .map_err(|_| invalid("expected a size: bytes, or a number with KiB, MiB or GiB"))
+        };
         match key {
             "data_dir" => self.data_dir = value.into(),
             "http_addr" => self.http_addr = value.into(),
@@ -210,9 +218,18 @@ impl Config {
             "workers" => self.workers = num(value)?,
             "default_ttl" => self.default_ttl = value.into(),
             "partition" => self.partition = value.into(),
-            "series_cache_bytes" => self.series_cache_bytes = num(value)?,
-            "file_cache_bytes" => self.file_cache_bytes = num(value)?,
-            "decoded_cache_bytes" => self.decoded_cache_bytes = num(value)?,
+            "memory_budget" => {
+                if value != "auto" {
+                    size(value)?;
+                }
+                self.memory_budget = value.into()
+            }
+            "memtable_bytes" => self.memtable_bytes = Some(size(value)?),
+            "ingest_buffer_bytes" => self.ingest_buffer_bytes = Some(size(value)?),
+            "compaction_memory_bytes" => self.compaction_memory_bytes = Some(size(value)?),
+            "series_cache_bytes" => self.series_cache_bytes = Some(size(value)?),
+            "file_cache_bytes" => self.file_cache_bytes = Some(size(value)?),
+            "decoded_cache_bytes" => self.decoded_cache_bytes = Some(size(value)?),
             "prewarm_percent" => {
                 self.prewarm_percent = value
                     .parse::<u8>()
@@ -220,8 +237,8 @@ impl Config {
                     .filter(|p| *p <= 100)
                     .ok_or_else(|| invalid("expected a whole number from 0 to 100"))?
             }
-            "query_memory_bytes" => self.query_memory_bytes = num(value)?,
-            "query_memory_limit_bytes" => self.query_memory_limit_bytes = num(value)?,
+            "query_memory_bytes" => self.query_memory_bytes = Some(size(value)?),
+            "query_memory_limit_bytes" => self.query_memory_limit_bytes = Some(size(value)?),
             "query_timeout_secs" => self.query_timeout_secs = num(value)? as u64,
             "max_result_rows" => self.max_result_rows = num(value)?,
             "plan_cache_entries" => self.plan_cache_entries = num(value)?,
@@ -254,6 +271,21 @@ impl Config {
         self.sync_policy()
             .map_err(|r| bad("wal_sync", self.wal_sync.clone(), &r))?;
         self.storage_defaults().map_err(|(k, v, r)| bad(k, v, &r))?;
+        let plan = self
+            .memory_plan()
+            .map_err(|r| bad("memory_budget", self.memory_budget.clone(), &r))?;
+        if let Some(l) = self.query_memory_limit_bytes
+            && l > plan.get(Part::QueryPool)
+        {
+            return Err(bad(
+                "query_memory_limit_bytes",
+                l.to_string(),
+                &format!(
+                    "above the query pool ({} bytes): one query cannot hold more than all",
+                    plan.get(Part::QueryPool)
+                ),
+            ));
+        }
         for (k, v) in [("http_addr", &self.http_addr), ("pg_addr", &self.pg_addr)] {
             v.parse::<std::net::SocketAddr>()
                 .map_err(|_| bad(k, v.clone(), "expected HOST:PORT with an IP address"))?;
@@ -299,6 +331,38 @@ impl Config {
         Ok((ttl.ns(), part.ns()))
     }
 
+    /// The budget `memory_budget` names (`auto`: from the machine's memory).
+    pub fn memory_budget_bytes(&self) -> Result<usize, String> {
+        match self.memory_budget.as_str() {
+            "auto" => Ok(crate::memory::auto_budget(machine_memory())),
+            v => tempora_query::limits::parse_bytes(v)?
+                .ok_or_else(|| "expected a size such as 4GiB, or auto".to_string()),
+        }
+    }
+
+    /// The budget split into the parts that hold memory, with the keys set kept.
+    pub fn memory_plan(&self) -> Result<MemoryPlan, String> {
+        let set: Vec<(Part, usize)> = [
+            (Part::Memtables, self.memtable_bytes),
+            (Part::IngestBuffers, self.ingest_buffer_bytes),
+            (Part::Compaction, self.compaction_memory_bytes),
+            (Part::DecodedCache, self.decoded_cache_bytes),
+            (Part::FileCache, self.file_cache_bytes),
+            (Part::SeriesCache, self.series_cache_bytes),
+            (Part::QueryPool, self.query_memory_bytes),
+        ]
+        .into_iter()
+        .filter_map(|(p, v)| v.map(|v| (p, v)))
+        .collect();
+        crate::memory::plan(self.memory_budget_bytes()?, &set)
+    }
+
+    /// Memory one query may hold: its key, or half of the query pool.
+    pub fn query_limit_bytes(&self, plan: &MemoryPlan) -> usize {
+        let pool = plan.get(Part::QueryPool);
+        self.query_memory_limit_bytes.unwrap_or(pool / 2).min(pool)
+    }
+
     /// The WAL sync policy `wal_sync` names.
     pub fn sync_policy(&self) -> Result<tempora_storage::options::SyncPolicy, String> {
         match self.wal_sync.as_str() {
@@ -323,7 +387,34 @@ impl Config {
         if shown.pg_password.is_some() {
             shown.pg_password = Some("********".into());
         }
-        toml::to_string(&shown).expect("config serializes")
+        let mut out = toml::to_string(&shown).expect("config serializes");
+        if let Ok(plan) = self.memory_plan() {
+            out.push_str(&format!(
+                "\n# memory_budget = {}: the parts' bytes (set: from its key; derived: its share)\n",
+                crate::memory::human(plan.budget)
+            ));
+            for (spec, bytes, source) in &plan.parts {
+                let from = match source {
+                    Source::Set => "set",
+                    Source::Derived => "derived",
+                };
+                out.push_str(&format!(
+                    "#   {:<24} {:>12} ({from}, {})\n",
+                    spec.key,
+                    bytes,
+                    crate::memory::human(*bytes)
+                ));
+            }
+            out.push_str(&format!(
+                "#   {:<24} {:>12} (derived, {})\n#   {:<24} {:>12} (not handed out)\n",
+                "query_memory_limit_bytes",
+                self.query_limit_bytes(&plan),
+                crate::memory::human(self.query_limit_bytes(&plan)),
+                "headroom",
+                plan.unassigned()
+            ));
+        }
+        out
     }
 }
 
@@ -400,51 +491,100 @@ mod tests {
     }
 
     #[test]
-    fn the_decoded_cache_defaults_to_a_quarter_of_memory() {
+    fn the_machine_memory_is_the_lower_of_memtotal_and_the_cgroup() {
         const GIB: usize = 1 << 30;
         let meminfo = "MemTotal:       25165824 kB\nMemFree:         1000 kB\n";
-        let cases: &[(&str, Option<&str>, Option<&str>, usize)] = &[
-            ("24 GiB machine, no cgroup", Some(meminfo), None, 6 * GIB),
+        type Case<'a> = (&'a str, Option<&'a str>, Option<&'a str>, Option<usize>);
+        let cases: &[Case] = &[
+            (
+                "24 GiB machine, no cgroup",
+                Some(meminfo),
+                None,
+                Some(24 * GIB),
+            ),
             (
                 "cgroup without a limit",
                 Some(meminfo),
                 Some("max\n"),
-                6 * GIB,
+                Some(24 * GIB),
             ),
             (
                 "cgroup limit of 4 GiB",
                 Some(meminfo),
                 Some("4294967296\n"),
-                GIB,
+                Some(4 * GIB),
             ),
             (
                 "cgroup above the machine",
                 Some(meminfo),
                 Some("99999999999999\n"),
-                6 * GIB,
+                Some(24 * GIB),
             ),
-            ("only a cgroup", None, Some("2147483648"), 512 << 20),
-            (
-                "small machine: the floor",
-                Some("MemTotal: 524288 kB\n"),
-                None,
-                256 << 20,
-            ),
-            (
-                "huge machine: the cap",
-                Some("MemTotal: 1073741824 kB\n"),
-                None,
-                16 * GIB,
-            ),
-            ("no MemTotal line", Some("MemFree: 1 kB\n"), None, 256 << 20),
-            ("garbage", Some("MemTotal: lots kB\n"), Some("x"), 256 << 20),
-            ("nothing readable", None, None, 256 << 20),
+            ("only a cgroup", None, Some("2147483648"), Some(2 * GIB)),
+            ("no MemTotal line", Some("MemFree: 1 kB\n"), None, None),
+            ("garbage", Some("MemTotal: lots kB\n"), Some("x"), None),
+            ("nothing readable", None, None, None),
         ];
         for (name, m, c, want) in cases {
-            assert_eq!(decoded_cache_for(memory_limit(*m, *c)), *want, "{name}");
+            assert_eq!(memory_limit(*m, *c), *want, "{name}");
         }
-        let d = Config::default().decoded_cache_bytes;
-        assert!((DECODED_CACHE_MIN..=DECODED_CACHE_MAX).contains(&d), "{d}");
+    }
+
+    #[test]
+    fn the_memory_budget_is_split_and_shown() {
+        let flags = |kv: &[(&str, &str)]| -> Vec<(String, String)> {
+            kv.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let c = Config::load(None, Vec::new(), &flags(&[("memory_budget", "1GiB")])).unwrap();
+        let plan = c.memory_plan().unwrap();
+        assert_eq!(plan.budget, 1 << 30);
+        assert_eq!(c.query_limit_bytes(&plan), plan.get(Part::QueryPool) / 2);
+        let shown = c.to_toml();
+        for key in [
+            "memtable_bytes",
+            "decoded_cache_bytes",
+            "query_memory_limit_bytes",
+            "headroom",
+        ] {
+            assert!(
+                shown.contains(&format!("#   {key}")),
+                "{key} shown: {shown}"
+            );
+        }
+        let c = Config::load(
+            None,
+            vec![("TEMPORA_DECODED_CACHE_BYTES".into(), "100MiB".into())],
+            &flags(&[("memory_budget", "1GiB")]),
+        )
+        .unwrap();
+        assert_eq!(c.memory_plan().unwrap().get(Part::DecodedCache), 100 << 20);
+        assert!(
+            c.to_toml().contains("104857600 (set, 100 MiB)"),
+            "{}",
+            c.to_toml()
+        );
+        for (kv, want) in [
+            (vec![("memory_budget", "lots")], "memory_budget = \"lots\""),
+            (vec![("memory_budget", "1MiB")], "below the smallest"),
+            (
+                vec![("memory_budget", "1GiB"), ("decoded_cache_bytes", "1GiB")],
+                "decoded_cache_bytes set to 1 GiB",
+            ),
+            (
+                vec![
+                    ("memory_budget", "1GiB"),
+                    ("query_memory_limit_bytes", "900MiB"),
+                ],
+                "one query cannot hold more than all",
+            ),
+        ] {
+            let err = Config::load(None, Vec::new(), &flags(&kv))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(want), "{kv:?}: {err}");
+        }
     }
 
     #[test]

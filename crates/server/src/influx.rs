@@ -138,6 +138,7 @@ pub async fn ingest_lines(
     precision: Precision,
 ) -> Result<WriteOutcome, ServerError> {
     let inner = s.ready()?;
+    let _room = inner.ingest_buffer.hold(body.len()).await;
     let mut opts = ParseOptions::new(precision, crate::state::now_ns());
     opts.max_line_bytes = s.config.max_line_bytes;
     let gate = inner.gate.clone();

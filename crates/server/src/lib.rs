@@ -13,6 +13,7 @@ pub mod csv_import;
 pub mod error;
 pub mod import;
 pub mod influx;
+pub mod memory;
 pub mod ops;
 pub mod pg;
 pub mod pg_encode;
@@ -31,6 +32,8 @@ use tempora_gate::{Gate, GateOptions};
 use tempora_query::catalog::Databases;
 use tempora_query::{QueryLimits, QueryService};
 use tempora_storage::{Engine, EngineIo, EngineOptions};
+
+use memory::Part;
 
 pub use config::Config;
 pub use error::ServerError;
@@ -72,9 +75,13 @@ fn engine_options(c: &Config) -> Result<EngineOptions, ServerError> {
         o.partition_ns = w;
         o.partition_auto = false;
     }
-    o.index_cache_bytes = c.series_cache_bytes;
-    o.sst_cache_bytes = c.file_cache_bytes;
-    o.decoded_cache_bytes = c.decoded_cache_bytes;
+    let plan = c.memory_plan().map_err(ServerError::BadRequest)?;
+    o.write_stall_bytes = plan.get(Part::Memtables);
+    o.flush_threshold_bytes = o.write_stall_bytes / 2;
+    o.compaction_memory_bytes = plan.get(Part::Compaction);
+    o.index_cache_bytes = plan.get(Part::SeriesCache);
+    o.sst_cache_bytes = plan.get(Part::FileCache);
+    o.decoded_cache_bytes = plan.get(Part::DecodedCache);
     o.prewarm_percent = c.prewarm_percent;
     Ok(o)
 }
@@ -98,9 +105,10 @@ fn open(c: &Config) -> Result<Inner, ServerError> {
         Some(c.data_dir.join("databases.json")),
     )?);
     dbs.create(&c.default_database)?;
+    let plan = c.memory_plan().map_err(ServerError::BadRequest)?;
     let limits = QueryLimits {
-        memory_pool_bytes: c.query_memory_bytes,
-        query_memory_bytes: c.query_memory_limit_bytes,
+        memory_pool_bytes: plan.get(Part::QueryPool),
+        query_memory_bytes: c.query_limit_bytes(&plan),
         timeout: std::time::Duration::from_secs(c.query_timeout_secs),
         operators: c.query_operators,
         plan_cache_entries: c.plan_cache_entries,
@@ -119,6 +127,7 @@ fn open(c: &Config) -> Result<Inner, ServerError> {
         engine,
         gate,
         query: Arc::new(query),
+        ingest_buffer: state::IngestBuffer::new(plan.get(Part::IngestBuffers)),
     })
 }
 

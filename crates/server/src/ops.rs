@@ -104,6 +104,11 @@ pub async fn metrics(State(s): State<Arc<AppState>>) -> Response {
             inner.gate.capacity() as u64,
         ));
         gauges.push((
+            "tempora_ingest_buffer_bytes",
+            "Bytes of the ingest buffer held by writes (bodies and parsed rows).",
+            inner.ingest_buffer.held_bytes() as u64,
+        ));
+        gauges.push((
             "tempora_memtable_bytes",
             "Bytes held in memtables.",
             inner.engine.memtable_bytes() as u64,

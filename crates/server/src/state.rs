@@ -16,6 +16,49 @@ pub struct Inner {
     pub engine: Arc<Engine>,
     pub gate: Arc<Gate>,
     pub query: Arc<QueryService>,
+    pub ingest_buffer: IngestBuffer,
+}
+
+/// The ingest buffers' share of the memory budget (`ingest_buffer_bytes`): a write holds room
+/// for its body and the rows parsed from it ([`PARSED_PER_BODY_BYTE`] bytes per body byte) from
+/// the moment its body is read until the engine has its rows; writes wait while it is full. A
+/// body larger than the whole buffer waits for all of it, so it runs alone.
+pub struct IngestBuffer {
+    room: Arc<tokio::sync::Semaphore>,
+    kib: u32,
+}
+
+/// Bytes a write holds per byte of its body: the body itself and its parsed rows.
+pub const PARSED_PER_BODY_BYTE: usize = 3;
+
+impl IngestBuffer {
+    pub fn new(bytes: usize) -> Self {
+        let kib = (bytes / 1024).clamp(1, u32::MAX as usize) as u32;
+        Self {
+            room: Arc::new(tokio::sync::Semaphore::new(kib as usize)),
+            kib,
+        }
+    }
+
+    /// Waits for room for a body of `len` bytes; the room is given back when the permit drops.
+    pub async fn hold(&self, len: usize) -> tokio::sync::OwnedSemaphorePermit {
+        self.room
+            .clone()
+            .acquire_many_owned(kib_for(len, self.kib))
+            .await
+            .expect("the ingest buffer is never closed")
+    }
+
+    /// Bytes held by writes now.
+    pub fn held_bytes(&self) -> usize {
+        (self.kib as usize - self.room.available_permits()) * 1024
+    }
+}
+
+/// KiB a body of `len` bytes holds out of `total`: at least one, at most all.
+fn kib_for(len: usize, total: u32) -> u32 {
+    let kib = len.saturating_mul(PARSED_PER_BODY_BYTE).div_ceil(1024);
+    kib.clamp(1, total as usize) as u32
 }
 
 /// Wall-clock now in nanoseconds (stamps rows written without a time).
@@ -194,5 +237,38 @@ mod tests {
         assert_eq!(at(0.01), 4);
         assert_eq!(at(60.0), 4);
         assert_eq!(b.last().unwrap(), &(f64::INFINITY, 5));
+    }
+}
+
+#[cfg(test)]
+mod ingest_buffer_tests {
+    use super::*;
+
+    #[test]
+    fn a_body_holds_three_times_its_size_within_the_buffer() {
+        for (name, len, total, want) in [
+            ("empty body", 0, 100, 1),
+            ("one byte", 1, 100, 1),
+            ("10 KiB body", 10 << 10, 100, 30),
+            ("larger than the buffer: all of it", 1 << 20, 100, 100),
+        ] {
+            assert_eq!(kib_for(len, total), want, "{name}");
+        }
+    }
+
+    #[tokio::test]
+    async fn writes_wait_while_the_buffer_is_full() {
+        let b = IngestBuffer::new(30 << 10);
+        let first = b.hold(10 << 10).await;
+        assert_eq!(b.held_bytes(), 30 << 10);
+        let waiting = b.hold(1);
+        tokio::pin!(waiting);
+        assert!(
+            futures::poll!(&mut waiting).is_pending(),
+            "a full buffer makes the next write wait"
+        );
+        drop(first);
+        let _second = waiting.await;
+        assert_eq!(b.held_bytes(), 1 << 10);
     }
 }

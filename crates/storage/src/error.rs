@@ -60,6 +60,8 @@ pub enum StorageError {
     TooManyDatabases(usize),
     #[error("invalid setting {key}: {reason}")]
     InvalidSetting { key: String, reason: String },
+    #[error("compaction of {region}: {reason}")]
+    Compaction { region: String, reason: String },
     #[error("the engine is shut down")]
     ShutDown,
     #[error("injected fault: {0}")]

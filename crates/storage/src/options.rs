@@ -44,6 +44,9 @@ pub struct EngineOptions {
     pub compaction_trigger_files: usize,
     /// Width of a compaction window in nanoseconds (must divide `partition_ns`).
     pub compaction_window_ns: i64,
+    /// Rows one compaction holds decoded at once (bytes): a larger region is compacted in key
+    /// slices (`maintenance::slices`).
+    pub compaction_memory_bytes: usize,
     /// Most tables in one engine.
     pub max_tables: usize,
     /// Most databases in one engine (created ones and those holding tables).
@@ -97,6 +100,7 @@ impl Default for EngineOptions {
             zstd_level: 3,
             compaction_trigger_files: 4,
             compaction_window_ns: 2 * HOUR_NS,
+            compaction_memory_bytes: 1 << 30,
             max_tables: 10_000,
             max_databases: 10_000,
             max_columns: 4_096,

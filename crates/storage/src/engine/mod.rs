@@ -199,6 +199,7 @@ impl Engine {
         });
         let compaction = CompactionOptions {
             window_ns: opts.compaction_window_ns,
+            memory_bytes: opts.compaction_memory_bytes,
             trigger_files: opts.compaction_trigger_files,
         };
         let compactor = Arc::new(Compactor::new(

@@ -133,6 +133,25 @@ pub struct FileMeta {
     /// from before it existed); the file itself is read then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_rows: Option<String>,
+    /// The file's smallest and largest series key, in hex (None: files written before it was
+    /// recorded, taken to hold every key). Compaction keeps files whose key ranges do not
+    /// overlap side by side in one window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_range: Option<[String; 2]>,
+}
+
+impl FileMeta {
+    /// The key range of a file whose keys run from `min` to `max`.
+    pub fn key_range_of(min: &[u8], max: &[u8]) -> Option<[String; 2]> {
+        Some([hex::encode(min), hex::encode(max)])
+    }
+
+    /// The file's smallest and largest key; `None` when unknown (or not hex: a damaged entry
+    /// is taken to hold every key, which is always safe).
+    pub fn keys(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        let [min, max] = self.key_range.as_ref()?;
+        Some((hex::decode(min).ok()?, hex::decode(max).ok()?))
+    }
 }
 
 /// One table.

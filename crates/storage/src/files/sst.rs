@@ -195,19 +195,6 @@ fn decimal_to_float(col: &ArrayRef) -> Option<ArrayRef> {
     Some(Arc::new(f))
 }
 
-/// Reads several data files with one filter.
-pub fn read_files<'a>(
-    store: &crate::files::store::FileStore,
-    paths: impl IntoIterator<Item = &'a str>,
-    fields: &[(String, FieldType)],
-    filter: &SstFilter,
-) -> Result<Vec<SortedRun>> {
-    paths
-        .into_iter()
-        .map(|p| read_sst(p, &CachedSst::decode(p, store.get(p)?)?, fields, filter))
-        .collect()
-}
-
 /// Which rows of a file a read wants.
 #[derive(Debug, Clone, Default)]
 pub struct SstFilter {

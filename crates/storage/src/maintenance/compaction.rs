@@ -21,20 +21,45 @@ use parking_lot::Mutex;
 use crate::catalog::{FileHandle, Region, Table};
 use crate::clock::Clock;
 use crate::error::Result;
+use crate::error::StorageError;
 use crate::files::manifest::Edit;
-use crate::files::sst::{SstFilter, read_files};
+use crate::files::sst::{SstFilter, read_sst};
 use crate::maintenance::Output;
+use crate::maintenance::slices;
 use crate::maintenance::tombstone;
 use crate::metrics::Metrics;
 use crate::read::run::{SortedRun, merge_runs};
+use crate::read::sst_cache::CachedSst;
+use bytes::Bytes;
 use std::sync::atomic::Ordering;
 
-/// Time range of a file, for the picker.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// Time and key range of a file, for the picker.
+#[derive(Debug, Clone, PartialEq)]
 pub struct FileSpan {
     pub id: u64,
     pub min_time: i64,
     pub max_time: i64,
+    /// Smallest and largest key; `None`: every key.
+    pub keys: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+/// The most files of `files` one key falls in (a file without a key range holds every key).
+/// Files written slice by slice (`slices`) share a window without overlapping: depth 1.
+fn key_depth(files: &[&FileSpan]) -> usize {
+    // The deepest point of a set of ranges is the start of one of them.
+    let holds = |g: &FileSpan, k: Option<&[u8]>| match (&g.keys, k) {
+        (None, _) => true,
+        (Some(_), None) => false,
+        (Some((lo, hi)), Some(k)) => lo.as_slice() <= k && k <= hi.as_slice(),
+    };
+    files
+        .iter()
+        .map(|f| {
+            let start = f.keys.as_ref().map(|(lo, _)| lo.as_slice());
+            files.iter().filter(|g| holds(g, start)).count()
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 /// Groups of file ids to compact together. `active_window` is the window index of "now":
@@ -59,11 +84,14 @@ pub fn pick(
             per_window.entry(w).or_default().push(i);
         }
     }
-    let needs = |w: i64, n: usize| {
+    // Files of a window that overlap by key, at most: the reads a key costs there.
+    let needs = |w: i64, v: &[usize]| {
+        let in_window: Vec<&FileSpan> = v.iter().map(|&i| &files[i]).collect();
+        let depth = key_depth(&in_window);
         if w >= active_window {
-            n >= trigger
+            depth >= trigger
         } else {
-            n >= 2
+            depth >= 2
         }
     };
     let mut seeds: BTreeSet<usize> = files
@@ -73,7 +101,7 @@ pub fn pick(
         .map(|(i, _)| i)
         .collect();
     for (w, v) in &per_window {
-        if needs(*w, v.len()) {
+        if needs(*w, v) {
             seeds.extend(v.iter().copied());
         }
     }
@@ -125,6 +153,8 @@ pub(crate) struct CompactionOptions {
     pub window_ns: i64,
     /// Files in the active window that start a compaction.
     pub trigger_files: usize,
+    /// Rows a compaction holds decoded at once, in bytes (`slices`).
+    pub memory_bytes: usize,
 }
 
 /// What compaction needs: where it writes and commits, its options, the clock that says
@@ -173,6 +203,7 @@ pub(crate) fn compact_all(c: &Compactor) -> Result<usize> {
                     id: f.meta.id,
                     min_time: f.meta.min_time.saturating_sub(origin),
                     max_time: f.meta.max_time.saturating_sub(origin),
+                    keys: f.meta.keys(),
                 })
                 .collect();
             for group in pick(&spans, window, active, c.opts.trigger_files) {
@@ -192,7 +223,7 @@ pub(crate) fn compact_all(c: &Compactor) -> Result<usize> {
 
 /// Rewrites the files of a region that hold rows its tombstones hide, then drops the
 /// tombstones nothing needs any more. Returns the number of rewrite jobs (0 or 1).
-fn purge(c: &Compactor, table: &Table, region: &Region, window_ns: i64) -> Result<usize> {
+fn purge(c: &Compactor, table: &Table, region: &Arc<Region>, window_ns: i64) -> Result<usize> {
     let tombs = region.tombstones.read().clone();
     if tombs.is_empty() {
         return Ok(0);
@@ -241,7 +272,7 @@ fn purge(c: &Compactor, table: &Table, region: &Region, window_ns: i64) -> Resul
 fn compact_group(
     c: &Compactor,
     table: &Table,
-    region: &Region,
+    region: &Arc<Region>,
     inputs: &[Arc<FileHandle>],
     window_ns: i64,
 ) -> Result<()> {
@@ -249,31 +280,52 @@ fn compact_group(
     let tags = table.tags();
     let tombs = region.tombstones.read().clone();
     let purged = tombs.iter().map(|t| t.seq).max().unwrap_or(0);
-    let paths = inputs.iter().map(|f| f.meta.path.as_str());
-    let runs = read_files(&c.out.store, paths, &fields, &SstFilter::default())?;
-    // Each file's rows are single-version: tombstones apply to them before the merge.
-    let runs = runs
-        .into_iter()
-        .zip(inputs)
-        .map(|(run, f)| tombstone::apply_to_run(run, &tombstone::for_file(&tombs, &f.meta)))
+    let files = inputs
+        .iter()
+        .map(|f| CachedSst::decode(&f.meta.path, c.out.store.get(&f.meta.path)?))
         .collect::<Result<Vec<_>>>()?;
-    // Deletes may have taken every row of a key.
-    let merged = merge_runs(&runs, &fields)?.without_empty_keys()?;
+    let rows: u64 = inputs.iter().map(|f| f.meta.rows).sum();
+    let keys = slice_keys(region, rows, fields.len(), c.opts.memory_bytes)?;
     let mut added = Vec::new();
     let mut written = Vec::new();
     let result = (|| -> Result<()> {
-        for part in split_by_window(&merged, region.key.start, window_ns)? {
-            if part.num_rows() == 0 {
-                continue;
+        let mut read = 0u64;
+        for slice in &keys {
+            let filter = SstFilter {
+                keys: slice.clone(),
+                ..SstFilter::default()
+            };
+            let mut runs = Vec::with_capacity(inputs.len());
+            for (f, file) in inputs.iter().zip(&files) {
+                let run = read_sst(&f.meta.path, file, &fields, &filter)?;
+                read += run.num_rows() as u64;
+                // Each file's rows are single-version: tombstones apply before the merge.
+                runs.push(tombstone::apply_to_run(
+                    run,
+                    &tombstone::for_file(&tombs, &f.meta),
+                )?);
             }
-            added.push(c.out.put_data_file(
-                region.key,
-                &part,
-                &tags,
-                &fields,
-                purged,
-                &mut written,
-            )?);
+            // Deletes may have taken every row of a key.
+            let merged = merge_runs(&runs, &fields)?.without_empty_keys()?;
+            drop(runs);
+            for part in split_by_window(&merged, region.key.start, window_ns)? {
+                if part.num_rows() == 0 {
+                    continue;
+                }
+                let meta =
+                    c.out
+                        .put_data_file(region.key, &part, &tags, &fields, purged, &mut written)?;
+                added.push(meta);
+            }
+        }
+        // Slices come from the region's series index: a key it lacked would lose rows.
+        if read != rows {
+            return Err(StorageError::Compaction {
+                region: region.key.dir(),
+                reason: format!(
+                    "compaction read {read} of its inputs' {rows} rows; nothing was changed"
+                ),
+            });
         }
         let removed: Vec<u64> = inputs.iter().map(|f| f.meta.id).collect();
         c.out.catalog.commit(vec![Edit::Compact {
@@ -302,6 +354,31 @@ fn compact_group(
     Ok(())
 }
 
+/// The key filters of a compaction's slices (`slices`): `[None]` (every key at once) when
+/// its rows fit in `memory`, else consecutive runs of the region's sorted keys.
+fn slice_keys(
+    region: &Arc<Region>,
+    rows: u64,
+    fields: usize,
+    memory: usize,
+) -> Result<Vec<Option<Arc<Vec<Bytes>>>>> {
+    let row_bytes = slices::row_bytes(fields);
+    let series = region.series_count().max(1);
+    if slices::key_slices(series, rows, row_bytes, memory).len() <= 1 {
+        return Ok(vec![None]);
+    }
+    let mut keys: Vec<Bytes> = region
+        .index_read()?
+        .keys()
+        .map(Bytes::copy_from_slice)
+        .collect();
+    keys.sort_unstable();
+    Ok(slices::key_slices(keys.len(), rows, row_bytes, memory)
+        .into_iter()
+        .map(|r| Some(Arc::new(keys[r].to_vec())))
+        .collect())
+}
+
 /// Splits a sorted run into one run per time window counted from `origin` (each still sorted
 /// by key and time).
 fn split_by_window(run: &SortedRun, origin: i64, window_ns: i64) -> Result<Vec<SortedRun>> {
@@ -328,7 +405,14 @@ mod tests {
             id,
             min_time,
             max_time,
+            keys: None,
         }
+    }
+
+    /// A file of keys `lo..=hi`.
+    fn k(mut f: FileSpan, lo: &str, hi: &str) -> FileSpan {
+        f.keys = Some((lo.as_bytes().to_vec(), hi.as_bytes().to_vec()));
+        f
     }
 
     #[test]
@@ -365,6 +449,39 @@ mod tests {
             (
                 "active window at trigger",
                 vec![f(1, 50, 51), f(2, 52, 53), f(3, 54, 55)],
+                vec![vec![1, 2, 3]],
+            ),
+            (
+                "closed window, files side by side by key: left be",
+                vec![k(f(1, 0, 5), "a", "f"), k(f(2, 3, 9), "g", "m")],
+                vec![],
+            ),
+            (
+                "closed window, keys overlap: merged",
+                vec![k(f(1, 0, 5), "a", "g"), k(f(2, 3, 9), "g", "m")],
+                vec![vec![1, 2]],
+            ),
+            (
+                "closed window, a file without a key range overlaps all",
+                vec![k(f(1, 0, 5), "a", "f"), f(2, 3, 9)],
+                vec![vec![1, 2]],
+            ),
+            (
+                "active window, slices do not count toward the trigger",
+                vec![
+                    k(f(1, 50, 51), "a", "b"),
+                    k(f(2, 52, 53), "c", "d"),
+                    k(f(3, 54, 55), "e", "f"),
+                ],
+                vec![],
+            ),
+            (
+                "active window, three files over one key: at the trigger",
+                vec![
+                    k(f(1, 50, 51), "a", "z"),
+                    k(f(2, 52, 53), "c", "d"),
+                    k(f(3, 54, 55), "c", "c"),
+                ],
                 vec![vec![1, 2, 3]],
             ),
             (

@@ -2,8 +2,9 @@
 //!
 //! - `flush`: frozen memtable parts of one worker's regions → one data file and one index
 //!   file per region, then one manifest edit; the worker then truncates its WAL.
-//! - `compaction`: each time window of a region ends up in one file, without duplicates and
-//!   without rows that tombstones hide.
+//! - `compaction`: each time window of a region ends up in files that do not overlap by key
+//!   (one, unless the region is compacted in key slices to stay within its memory, `slices`),
+//!   without duplicates and without rows that tombstones hide.
 //! - `retention`: expired partitions, dropped tables and dropped databases leave the manifest,
 //!   then memory.
 //! - `delete` and `tombstone`: a `DELETE` commits tombstones that hide rows at once;
@@ -26,6 +27,7 @@ pub(crate) mod delete;
 pub(crate) mod flush;
 mod output;
 pub(crate) mod retention;
+pub(crate) mod slices;
 pub(crate) mod tombstone;
 
 use std::sync::Arc;

@@ -65,6 +65,10 @@ impl Output {
             max_seq: stats.max_seq,
             min_seq: stats.min_seq,
             purged_seq,
+            key_range: match (run.keys.first(), run.keys.last()) {
+                (Some(min), Some(max)) => FileMeta::key_range_of(min, max),
+                _ => None,
+            },
         })
     }
 }

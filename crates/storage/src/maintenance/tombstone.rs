@@ -258,6 +258,7 @@ mod tests {
             min_seq,
             purged_seq,
             last_rows: None,
+            key_range: None,
         }
     }
 

@@ -15,6 +15,7 @@ fn file(id: u64) -> FileMeta {
         max_time: 0,
         max_seq: id,
         last_rows: None,
+        key_range: None,
     }
 }
 
