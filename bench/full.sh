@@ -14,7 +14,7 @@
 #  2. bench/compression.py: pvlib TMY3, bokeh glucose and stocks, vega-datasets flights 3M in
 #     Tempora, Parquet (zstd), DuckDB, chDB, CSV and CSV.gz. Installs the packages it reads
 #     (PyPI: pvlib bokeh_sampledata; npm: vega-datasets) into $WORK.
-#  3. The long ingest run: a fresh Tempora server, `tempora bench gen --hosts $INGEST_HOSTS`
+#  3. The long ingest run (bench/long_ingest.sh): a fresh Tempora server, `tempora bench gen --hosts $INGEST_HOSTS`
 #     (TSBS cpu-only, 30 days of data, more than the run can send) piped into
 #     `tempora bench load --max-secs $INGEST_SECS` (default 1800 s), rows/s sampled every
 #     second, the server's memory every 0.5 s. The generator runs on the same 2 cores.
@@ -60,31 +60,8 @@ run $PYTHON "$HERE/compression.py" --out "$RESULTS" --work-dir "$WORK/compressio
 
 # 3. The long ingest run, on a fresh server.
 if [ "$INGEST_SECS" -gt 0 ]; then
-  L=$WORK/long-ingest
-  rm -rf "$L"; mkdir -p "$L"
-  port_http=${LONG_HTTP_PORT:-18186} port_pg=${LONG_PG_PORT:-15533}
-  env -u TEMPORA_BIN "$TEMPORA_BIN" serve --data-dir "$L/data" --http-addr "127.0.0.1:$port_http" \
-    --pg-addr "127.0.0.1:$port_pg" >> "$L/server.log" 2>&1 &
-  server=$!
-  trap 'kill "$server" 2>/dev/null || true' EXIT
-  for _ in $(seq 1 600); do curl -sf -o /dev/null "http://127.0.0.1:$port_http/health" && break; sleep 0.1; done
-  fifo=$L/ready; mkfifo "$fifo"
-  $PYTHON "$HERE/rss_sampler.py" --pid "$server" --system tempora --phase "ingest ${INGEST_SECS} s" \
-    --out "$RESULTS" --ready "$fifo" &
-  sampler=$!
-  read -t 30 -r _ <> "$fifo" || log "memory sampler not ready after 30 s"
-  dataset="cpu-only $INGEST_HOSTS hosts, ${INGEST_SECS} s run"
-  echo "$TEMPORA_BIN bench gen --hosts $INGEST_HOSTS --duration-secs 2592000 | $TEMPORA_BIN bench load" \
-    "--url http://127.0.0.1:$port_http/write?db=long --workers 2 --batch 10000 --max-secs $INGEST_SECS" \
-    "--json-out $RESULTS --system tempora --dataset '$dataset'" >> "$COMMANDS"
-  { "$TEMPORA_BIN" bench gen --hosts "$INGEST_HOSTS" --duration-secs 2592000 2>/dev/null || true; } \
-    | "$TEMPORA_BIN" bench load --url "http://127.0.0.1:$port_http/write?db=long" --workers 2 \
-        --batch 10000 --max-secs "$INGEST_SECS" --json-out "$RESULTS" --system tempora --dataset "$dataset"
-  kill -TERM "$sampler"; wait "$sampler" || true
-  kill -TERM "$server"; wait "$server" || true
-  trap - EXIT
-  du -sh "$L/data" >&2
-  rm -rf "$L"
+  echo "WORK=$WORK INGEST_SECS=$INGEST_SECS INGEST_HOSTS=$INGEST_HOSTS $HERE/long_ingest.sh" >> "$COMMANDS"
+  WORK=$WORK RESULTS=$RESULTS INGEST_SECS=$INGEST_SECS INGEST_HOSTS=$INGEST_HOSTS "$HERE/long_ingest.sh"
 fi
 
 # 4. The report, into docs/benchmarks.md.

@@ -17,6 +17,7 @@
 //! - Files are put before the manifest edit that names them, and deleted only after the edit
 //!   that drops them; files no version names are orphans, removed at start.
 
+pub mod float_codec;
 pub(crate) mod guided;
 pub mod manifest;
 pub(crate) mod rg_index;

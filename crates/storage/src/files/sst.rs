@@ -25,6 +25,7 @@ use parquet::schema::types::ColumnPath;
 use tempora_model::{FieldType, PRIMARY_KEY_COLUMN, SEQ_COLUMN, TIME_COLUMN};
 
 use crate::error::{Result, StorageError};
+use crate::files::float_codec::{self, FloatCodec};
 use crate::files::row_select::{Segment, key_runs, per_row, segments, segments_to_selection};
 use crate::read::decoded_cache::Derived;
 use crate::read::run::{SortedRun, run_schema};
@@ -59,6 +60,7 @@ fn dict(value: DataType) -> DataType {
 fn writer_props(
     schema: &Schema,
     fields: &[(String, FieldType)],
+    codecs: &[Option<FloatCodec>],
     o: &SstWriteOptions,
 ) -> Result<WriterProperties> {
     let level = ZstdLevel::try_new(o.zstd_level).map_err(|e| StorageError::Parquet {
@@ -85,13 +87,19 @@ fn writer_props(
     b = delta(b, TIME_COLUMN);
     b = delta(b, SEQ_COLUMN);
     b = b.set_column_statistics_enabled(ColumnPath::from(TIME_COLUMN), EnabledStatistics::Page);
-    for (name, ty) in fields {
-        b = match ty {
-            FieldType::F64 => {
-                b.set_column_encoding(ColumnPath::from(name.as_str()), Encoding::BYTE_STREAM_SPLIT)
+    for ((name, ty), codec) in fields.iter().zip(codecs) {
+        b = match (ty, codec) {
+            (FieldType::F64, Some(c)) => {
+                let path = ColumnPath::from(name.as_str());
+                let (enc, dict) = c.encoding.parquet();
+                b = b.set_column_dictionary_enabled(path.clone(), dict);
+                match enc {
+                    Some(e) => b.set_column_encoding(path, e),
+                    None => b,
+                }
             }
-            FieldType::I64 | FieldType::U64 => delta(b, name),
-            FieldType::Bool | FieldType::Str => b,
+            (FieldType::I64 | FieldType::U64, _) => delta(b, name),
+            _ => b,
         };
     }
     Ok(b.build())
@@ -123,8 +131,12 @@ pub fn write_sst(
     schema_fields.push(Field::new(TIME_COLUMN, time_type(), false));
     cols.push(run.batch.column(2).clone());
     schema_fields.push(Field::new(SEQ_COLUMN, DataType::UInt64, false));
+    let mut codecs = Vec::with_capacity(fields.len());
     for (i, (name, _)) in fields.iter().enumerate() {
-        let col = float_as_decimal(run.batch.column(3 + i));
+        let col = run.batch.column(3 + i);
+        let codec = float_codec::choose(col, o.zstd_level);
+        let col = codec.map_or_else(|| col.clone(), |c| float_codec::as_repr(col, c.repr));
+        codecs.push(codec);
         schema_fields.push(Field::new(name, col.data_type().clone(), true));
         cols.push(col);
     }
@@ -138,7 +150,7 @@ pub fn write_sst(
         min_seq: *run.seqs().iter().min().expect("non-empty"),
         size: 0,
     };
-    let props = writer_props(&schema, fields, o)?;
+    let props = writer_props(&schema, fields, &codecs, o)?;
     let mut buf = Vec::with_capacity(run.num_rows() * 8);
     let perr = |e| StorageError::Parquet {
         path: "<new file>".into(),
@@ -149,50 +161,6 @@ pub fn write_sst(
     w.close().map_err(perr)?;
     let size = buf.len() as u64;
     Ok((Bytes::from(buf), SstStats { size, ..stats }))
-}
-
-/// Largest decimal scale tried for float columns.
-const MAX_DECIMAL_SCALE: i8 = 6;
-/// Largest magnitude of a scaled value (exact in f64 and within decimal precision 18).
-const MAX_SCALED: f64 = 9.0e15;
-
-/// ALP-style float storage: when every value of a float column is a decimal with at most
-/// `MAX_DECIMAL_SCALE` digits after the point that converts back to the very same f64, the
-/// column is stored as DECIMAL(18, scale) (INT64, delta-encoded), which compresses several
-/// times better than raw doubles; readers cast it back to the identical f64 values.
-/// Otherwise the column is returned unchanged.
-fn float_as_decimal(col: &ArrayRef) -> ArrayRef {
-    let Some(f) = col.as_primitive_opt::<arrow::datatypes::Float64Type>() else {
-        return col.clone();
-    };
-    let fits = |scale: i8| {
-        let m = 10f64.powi(scale as i32);
-        f.iter().flatten().all(|v| {
-            let x = (v * m).round();
-            x.abs() <= MAX_SCALED && x / m == v && !(v == 0.0 && v.is_sign_negative())
-        })
-    };
-    let Some(scale) = (0..=MAX_DECIMAL_SCALE).find(|&s| fits(s)) else {
-        return col.clone();
-    };
-    let m = 10f64.powi(scale as i32);
-    let dec: arrow::array::Decimal128Array = f.unary_opt(|v| Some((v * m).round() as i128));
-    match dec.with_precision_and_scale(18, scale) {
-        Ok(d) => Arc::new(d),
-        Err(_) => col.clone(),
-    }
-}
-
-/// The exact inverse of [`float_as_decimal`]: `unscaled / 10^scale`, the same expression the
-/// writer checked, so every value comes back bit for bit.
-fn decimal_to_float(col: &ArrayRef) -> Option<ArrayRef> {
-    let DataType::Decimal128(_, scale) = col.data_type() else {
-        return None;
-    };
-    let m = 10f64.powi(*scale as i32);
-    let d = col.as_primitive::<arrow::datatypes::Decimal128Type>();
-    let f: arrow::array::Float64Array = d.unary(|x| x as f64 / m);
-    Some(Arc::new(f))
 }
 
 /// Which rows of a file a read wants.
@@ -510,7 +478,7 @@ fn field_column(b: &RecordBatch, name: &str, ty: FieldType, convert: bool) -> Ar
 fn as_field_type(c: &ArrayRef, ty: FieldType) -> ArrayRef {
     let want = crate::read::run::arrow_type(ty);
     if c.data_type() != &want && want == DataType::Float64 {
-        decimal_to_float(c).unwrap_or_else(|| c.clone())
+        float_codec::decode(c).unwrap_or_else(|| c.clone())
     } else {
         c.clone()
     }
@@ -712,48 +680,8 @@ mod tests {
     use arrow::array::Float64Array;
     use proptest::prelude::*;
 
-    fn roundtrip(values: Vec<Option<f64>>) -> (Vec<Option<f64>>, bool) {
-        let col: ArrayRef = Arc::new(Float64Array::from(values.clone()));
-        let stored = float_as_decimal(&col);
-        let decimal = matches!(stored.data_type(), DataType::Decimal128(..));
-        let back = decimal_to_float(&stored).unwrap_or(stored);
-        let back = back.as_primitive::<arrow::datatypes::Float64Type>();
-        (back.iter().collect(), decimal)
-    }
-
     fn bits(v: &[Option<f64>]) -> Vec<Option<u64>> {
         v.iter().map(|x| x.map(f64::to_bits)).collect()
-    }
-
-    #[test]
-    fn float_columns_named_cases() {
-        let cases: Vec<(&str, Vec<Option<f64>>, bool)> = vec![
-            (
-                "integral",
-                vec![Some(1.0), Some(58.0), None, Some(-3.0)],
-                true,
-            ),
-            (
-                "two decimals",
-                vec![Some(12.34), Some(0.01), Some(-7.5)],
-                true,
-            ),
-            (
-                "negative zero keeps its sign",
-                vec![Some(-0.0), Some(1.0)],
-                false,
-            ),
-            ("nan", vec![Some(f64::NAN), Some(1.0)], false),
-            ("infinity", vec![Some(f64::INFINITY)], false),
-            ("too many digits", vec![Some(std::f64::consts::PI)], false),
-            ("too large", vec![Some(1e300)], false),
-            ("all null", vec![None, None], true),
-        ];
-        for (name, values, want_decimal) in cases {
-            let (back, decimal) = roundtrip(values.clone());
-            assert_eq!(bits(&back), bits(&values), "{name}");
-            assert_eq!(decimal, want_decimal, "{name}");
-        }
     }
 
     proptest! {
@@ -761,10 +689,15 @@ mod tests {
         fn any_float_column_roundtrips_bit_for_bit(
             raw in proptest::collection::vec(proptest::option::of(prop_oneof![
                 any::<f64>(),
+                any::<f32>().prop_map(|v| v as f64),
                 (-100_000i64..100_000, 0u32..7).prop_map(|(m, e)| m as f64 / 10f64.powi(e as i32)),
             ]), 0..50)
         ) {
-            let (back, _) = roundtrip(raw.clone());
+            let col: ArrayRef = Arc::new(Float64Array::from(raw.clone()));
+            let codec = float_codec::choose(&col, 3).unwrap();
+            let stored = float_codec::as_repr(&col, codec.repr);
+            let back = float_codec::decode(&stored).unwrap_or(stored);
+            let back: Vec<Option<f64>> = back.as_primitive::<arrow::datatypes::Float64Type>().iter().collect();
             prop_assert_eq!(bits(&back), bits(&raw));
         }
     }
