@@ -92,14 +92,31 @@ fn an_ended_partition_compacts_in_slices_with_the_same_rows_as_at_once() {
         "slices side by side are left be"
     );
 
-    // A late write to day 0 overlaps two slices by key: they merge with it.
-    write(&sliced, &[("host000", 7, -1.0), ("host199", 7, -2.0)]);
+    // A late write to day 0 overlaps two slices by key: they merge with it. It overwrites a
+    // point the compaction wrote (whose rows now share one sequence), and a later delete
+    // hides another: both are newer than every compacted row.
+    write(
+        &sliced,
+        &[("host000", 7, -1.0), ("host199", 7, -2.0), ("host100", 0, -3.0)],
+    );
     sliced.flush().unwrap();
+    sliced
+        .delete(
+            "cpu",
+            &DeleteRequest {
+                time: Some((60 * SEC, 61 * SEC)),
+                matcher: Matcher::Eq("host".into(), "host050".into()),
+                series_filter: None,
+            },
+        )
+        .unwrap();
     assert!(sliced.compact().unwrap() >= 1);
     assert_eq!(sliced.compact().unwrap(), 0, "{}", sliced.debug_state());
     let mut want = before.clone();
     want.insert(("host000".into(), 7), Some(-1.0));
     want.insert(("host199".into(), 7), Some(-2.0));
+    want.insert(("host100".into(), 0), Some(-3.0));
+    assert!(want.remove(&("host050".into(), 60 * SEC)).is_some());
     assert_eq!(read_all(&sliced), want);
     let files = sliced.storage_counts().1;
 

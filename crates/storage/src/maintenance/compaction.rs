@@ -285,6 +285,13 @@ fn compact_group(
         .map(|f| CachedSst::decode(&f.meta.path, c.out.store.get(&f.meta.path)?))
         .collect::<Result<Vec<_>>>()?;
     let rows: u64 = inputs.iter().map(|f| f.meta.rows).sum();
+    // Merging every file of the region: the output's rows can share its newest sequence.
+    let whole = region
+        .files
+        .read()
+        .iter()
+        .all(|f| inputs.iter().any(|i| i.meta.id == f.meta.id));
+    let newest = inputs.iter().map(|f| f.meta.max_seq).max().unwrap_or(0);
     let keys = slice_keys(region, rows, fields.len(), c.opts.memory_bytes)?;
     let mut added = Vec::new();
     let mut written = Vec::new();
@@ -306,7 +313,10 @@ fn compact_group(
                 )?);
             }
             // Deletes may have taken every row of a key.
-            let merged = merge_runs(&runs, &fields)?.without_empty_keys()?;
+            let mut merged = merge_runs(&runs, &fields)?.without_empty_keys()?;
+            if whole {
+                merged = merged.with_one_seq(newest)?;
+            }
             drop(runs);
             for part in split_by_window(&merged, region.key.start, window_ns)? {
                 if part.num_rows() == 0 {

@@ -105,6 +105,23 @@ impl SortedRun {
         .without_empty_keys()
     }
 
+    /// The run with every row's write sequence set to `seq`. For a compaction that merged
+    /// every file of a region: each (series, time) is then in one row, every other source of
+    /// the region (memtables, later flushes, later deletes) is newer than all of them, so the
+    /// rows need no order among themselves, and a constant column costs a few bytes per row
+    /// group instead of one delta per row.
+    pub fn with_one_seq(self, seq: u64) -> Result<SortedRun> {
+        let mut columns = self.batch.columns().to_vec();
+        columns[2] = Arc::new(arrow::array::UInt64Array::from_value(
+            seq,
+            self.batch.num_rows(),
+        ));
+        Ok(SortedRun {
+            keys: self.keys,
+            batch: RecordBatch::try_new(self.batch.schema(), columns)?,
+        })
+    }
+
     /// The run without the keys that have no row (a delete or a window split can leave
     /// some), ranks renumbered.
     pub fn without_empty_keys(self) -> Result<SortedRun> {
