@@ -79,6 +79,8 @@ fn engine_options(c: &Config) -> Result<EngineOptions, ServerError> {
     o.write_stall_bytes = plan.get(Part::Memtables);
     o.flush_threshold_bytes = o.write_stall_bytes / 2;
     o.compaction_memory_bytes = plan.get(Part::Compaction);
+    // A compaction holds its output file in memory until it is put: a quarter of its share.
+    o.compaction_target_file_bytes = (o.compaction_memory_bytes / 4).clamp(8 << 20, 256 << 20);
     o.index_cache_bytes = plan.get(Part::SeriesCache);
     o.sst_cache_bytes = plan.get(Part::FileCache);
     o.decoded_cache_bytes = plan.get(Part::DecodedCache);

@@ -26,6 +26,8 @@ pub struct Metrics {
     pub wal_commits: Counter,
     pub flushes: Counter,
     pub compactions: Counter,
+    /// Key slices compactions read one after another (`maintenance::slices`).
+    pub compaction_slices: Counter,
     pub files_expired: Counter,
     pub write_stalls: Counter,
     pub rows_replayed: Counter,
@@ -59,6 +61,11 @@ impl Metrics {
                 "tempora_compactions_total",
                 "Compactions.",
                 self.compactions.get(),
+            ),
+            (
+                "tempora_compaction_slices_total",
+                "Key slices compactions read one after another to stay within their memory.",
+                self.compaction_slices.get(),
             ),
             (
                 "tempora_files_expired_total",

@@ -47,6 +47,8 @@ pub struct EngineOptions {
     /// Rows one compaction holds decoded at once (bytes): a larger region is compacted in key
     /// slices (`maintenance::slices`).
     pub compaction_memory_bytes: usize,
+    /// A compaction's output file is closed and the next begun past this size (bytes).
+    pub compaction_target_file_bytes: usize,
     /// Most tables in one engine.
     pub max_tables: usize,
     /// Most databases in one engine (created ones and those holding tables).
@@ -101,6 +103,7 @@ impl Default for EngineOptions {
             compaction_trigger_files: 4,
             compaction_window_ns: 2 * HOUR_NS,
             compaction_memory_bytes: 1 << 30,
+            compaction_target_file_bytes: 256 << 20,
             max_tables: 10_000,
             max_databases: 10_000,
             max_columns: 4_096,

@@ -1,7 +1,8 @@
 //! Compaction within `compaction_memory_bytes`: a region too large to merge at once is
-//! compacted in key slices, one file per slice whose key ranges do not overlap; every row,
+//! compacted in key slices appended to one file per window (a new file past
+//! `compaction_target_file_bytes`, the files' key ranges not overlapping); every row,
 //! overwrite and delete comes out as a merge of everything would give, the picker leaves the
-//! slices be, a late write merges with them again, and a restart reads the same rows.
+//! files be, a late write merges with them again, and a restart reads the same rows.
 
 mod common;
 
@@ -12,10 +13,11 @@ use tempora_storage::{DeleteRequest, Engine, EngineIo, EngineOptions, Matcher};
 const DAY: i64 = 24 * 3600 * SEC;
 const HOSTS: usize = 200;
 
-fn opts(memory: usize) -> EngineOptions {
+fn opts(memory: usize, target: usize) -> EngineOptions {
     EngineOptions {
         buckets: 1,
         compaction_memory_bytes: memory,
+        compaction_target_file_bytes: target,
         ..small_opts()
     }
 }
@@ -42,20 +44,37 @@ fn load(e: &Engine) {
     }
 }
 
-fn open(dir: &std::path::Path, clock: &std::sync::Arc<ManualClock>, memory: usize) -> Engine {
+fn open(
+    dir: &std::path::Path,
+    clock: &std::sync::Arc<ManualClock>,
+    memory: usize,
+    target: usize,
+) -> Engine {
     let mut io = EngineIo::local(dir).unwrap();
     io.clock = clock.clone();
-    Engine::open(opts(memory), io).unwrap()
+    Engine::open(opts(memory, target), io).unwrap()
+}
+
+/// The engine's counter `name`.
+fn counter(e: &Engine, name: &str) -> u64 {
+    e.metrics()
+        .counters()
+        .into_iter()
+        .find(|(n, ..)| *n == name)
+        .map(|(.., v)| v)
+        .unwrap()
 }
 
 #[test]
 fn an_ended_partition_compacts_in_slices_with_the_same_rows_as_at_once() {
     let clock = ManualClock::new(0);
-    let (small, big) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    // 8,000 rows of one field: 8,000 x 29 bytes x 3 copies is about 700 kB.
-    let sliced = open(small.path(), &clock, 64 << 10);
-    let whole = open(big.path(), &clock, 64 << 20);
-    for e in [&sliced, &whole] {
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    // 8,000 rows of one field: 8,000 x 29 bytes x 3 copies is about 700 kB. Sliced into one
+    // file; sliced into files of about 8 kB; all at once.
+    let one_file = open(dirs[0].path(), &clock, 64 << 10, 256 << 20);
+    let sliced = open(dirs[1].path(), &clock, 64 << 10, 8 << 10);
+    let whole = open(dirs[2].path(), &clock, 64 << 20, 256 << 20);
+    for e in [&one_file, &sliced, &whole] {
         load(e);
         e.delete(
             "cpu",
@@ -71,25 +90,26 @@ fn an_ended_partition_compacts_in_slices_with_the_same_rows_as_at_once() {
     assert_eq!(read_all(&sliced), before);
     assert_eq!(before.len(), HOSTS * 30 - 5, "overwrites and the delete");
     clock.set(DAY);
-    assert!(sliced.compact().unwrap() >= 1);
-    assert!(whole.compact().unwrap() >= 1);
-    let (files_sliced, files_whole) = (sliced.storage_counts().1, whole.storage_counts().1);
-    assert_eq!(files_whole, 1, "{}", whole.debug_state());
+    for e in [&one_file, &sliced, &whole] {
+        assert!(e.compact().unwrap() >= 1);
+        assert_eq!(read_all(e), before, "compaction keeps every row");
+    }
+    let slices = "tempora_compaction_slices_total";
+    assert!(counter(&one_file, slices) >= 10, "read in slices");
+    assert!(counter(&sliced, slices) >= 10, "read in slices");
+    assert_eq!(counter(&whole, slices), 0, "read at once");
+    assert_eq!(one_file.storage_counts().1, 1, "{}", one_file.debug_state());
+    assert_eq!(whole.storage_counts().1, 1, "{}", whole.debug_state());
+    let files_sliced = sliced.storage_counts().1;
     assert!(
-        files_sliced >= 10,
+        files_sliced >= 3,
         "{files_sliced} files: {}",
         sliced.debug_state()
     );
     assert_eq!(
-        read_all(&sliced),
-        before,
-        "sliced compaction keeps every row"
-    );
-    assert_eq!(read_all(&whole), before);
-    assert_eq!(
         sliced.compact().unwrap(),
         0,
-        "slices side by side are left be"
+        "files side by side are left be"
     );
 
     // A late write to day 0 overlaps two slices by key: they merge with it. It overwrites a
@@ -97,7 +117,11 @@ fn an_ended_partition_compacts_in_slices_with_the_same_rows_as_at_once() {
     // hides another: both are newer than every compacted row.
     write(
         &sliced,
-        &[("host000", 7, -1.0), ("host199", 7, -2.0), ("host100", 0, -3.0)],
+        &[
+            ("host000", 7, -1.0),
+            ("host199", 7, -2.0),
+            ("host100", 0, -3.0),
+        ],
     );
     sliced.flush().unwrap();
     sliced
@@ -121,7 +145,7 @@ fn an_ended_partition_compacts_in_slices_with_the_same_rows_as_at_once() {
     let files = sliced.storage_counts().1;
 
     sliced.close().unwrap();
-    let again = open(small.path(), &clock, 64 << 10);
+    let again = open(dirs[1].path(), &clock, 64 << 10, 8 << 10);
     assert_eq!(read_all(&again), want, "after restart");
     assert_eq!(again.storage_counts().1, files);
     assert_eq!(

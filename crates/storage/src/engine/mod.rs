@@ -200,6 +200,7 @@ impl Engine {
         let compaction = CompactionOptions {
             window_ns: opts.compaction_window_ns,
             memory_bytes: opts.compaction_memory_bytes,
+            target_file_bytes: opts.compaction_target_file_bytes,
             trigger_files: opts.compaction_trigger_files,
         };
         let compactor = Arc::new(Compactor::new(

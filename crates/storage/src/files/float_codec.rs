@@ -70,23 +70,27 @@ pub struct FloatCodec {
 
 /// The representation every value of `f` allows: the smallest decimal scale, else f32, else f64.
 pub fn repr_of(f: &Float64Array) -> Repr {
-    let fits = |scale: i8| {
-        let m = 10f64.powi(scale as i32);
-        f.iter().flatten().all(|v| {
-            let x = (v * m).round();
-            x.abs() <= MAX_SCALED && x / m == v && !(v == 0.0 && v.is_sign_negative())
-        })
-    };
-    if let Some(scale) = (0..=MAX_DECIMAL_SCALE).find(|&s| fits(s)) {
-        return Repr::Decimal(scale);
-    }
-    let single = f
-        .iter()
-        .flatten()
-        .all(|v| v.is_finite() && (v as f32) as f64 == v && !(v == 0.0 && v.is_sign_negative()));
-    match single {
-        true => Repr::Single,
-        false => Repr::Double,
+    (0..=MAX_DECIMAL_SCALE)
+        .map(Repr::Decimal)
+        .chain([Repr::Single])
+        .find(|r| fits(f, *r))
+        .unwrap_or(Repr::Double)
+}
+
+/// Whether every value of `f` is stored exactly as `repr`.
+pub fn fits(f: &Float64Array, repr: Repr) -> bool {
+    match repr {
+        Repr::Decimal(scale) => {
+            let m = 10f64.powi(scale as i32);
+            f.iter().flatten().all(|v| {
+                let x = (v * m).round();
+                x.abs() <= MAX_SCALED && x / m == v && !(v == 0.0 && v.is_sign_negative())
+            })
+        }
+        Repr::Single => f.iter().flatten().all(|v| {
+            v.is_finite() && (v as f32) as f64 == v && !(v == 0.0 && v.is_sign_negative())
+        }),
+        Repr::Double => true,
     }
 }
 

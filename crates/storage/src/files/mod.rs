@@ -23,6 +23,7 @@ pub mod manifest;
 pub(crate) mod rg_index;
 pub(crate) mod row_select;
 pub(crate) mod sst;
+pub(crate) mod sst_writer;
 pub mod store;
 
 pub use manifest::Manifest;

@@ -9,23 +9,16 @@
 
 use std::sync::Arc;
 
-use arrow::array::{
-    Array, ArrayRef, AsArray, BinaryArray, BooleanArray, DictionaryArray, Int64Array, RecordBatch,
-    UInt32Array,
-};
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Int64Array, RecordBatch, UInt32Array};
 use arrow::compute::cast;
-use arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef, TimeUnit, UInt32Type};
+use arrow::datatypes::{DataType, Int64Type, SchemaRef, UInt32Type};
 use bytes::Bytes;
+use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::arrow::{ArrowWriter, ProjectionMask};
-use parquet::basic::{Compression, Encoding, ZstdLevel};
-use parquet::file::metadata::KeyValue;
-use parquet::file::properties::{EnabledStatistics, WriterProperties};
-use parquet::schema::types::ColumnPath;
 use tempora_model::{FieldType, PRIMARY_KEY_COLUMN, SEQ_COLUMN, TIME_COLUMN};
 
 use crate::error::{Result, StorageError};
-use crate::files::float_codec::{self, FloatCodec};
+use crate::files::float_codec;
 use crate::files::row_select::{Segment, key_runs, per_row, segments, segments_to_selection};
 use crate::read::decoded_cache::Derived;
 use crate::read::run::{SortedRun, run_schema};
@@ -47,120 +40,6 @@ pub struct SstStats {
     pub max_seq: u64,
     pub min_seq: u64,
     pub size: u64,
-}
-
-fn time_type() -> DataType {
-    DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into()))
-}
-
-fn dict(value: DataType) -> DataType {
-    DataType::Dictionary(Box::new(DataType::UInt32), Box::new(value))
-}
-
-fn writer_props(
-    schema: &Schema,
-    fields: &[(String, FieldType)],
-    codecs: &[Option<FloatCodec>],
-    o: &SstWriteOptions,
-) -> Result<WriterProperties> {
-    let level = ZstdLevel::try_new(o.zstd_level).map_err(|e| StorageError::Parquet {
-        path: "<options>".into(),
-        source: e,
-    })?;
-    let mut b = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(level))
-        .set_max_row_group_row_count(Some(o.row_group_rows))
-        .set_statistics_enabled(EnabledStatistics::Chunk)
-        .set_dictionary_enabled(false)
-        .set_key_value_metadata(Some(vec![KeyValue::new(
-            "tempora.format".into(),
-            "1".to_string(),
-        )]));
-    for f in schema.fields() {
-        if matches!(f.data_type(), DataType::Dictionary(..)) {
-            b = b.set_column_dictionary_enabled(ColumnPath::from(f.name().as_str()), true);
-        }
-    }
-    let delta = |b: parquet::file::properties::WriterPropertiesBuilder, name: &str| {
-        b.set_column_encoding(ColumnPath::from(name), Encoding::DELTA_BINARY_PACKED)
-    };
-    b = delta(b, TIME_COLUMN);
-    b = delta(b, SEQ_COLUMN);
-    b = b.set_column_statistics_enabled(ColumnPath::from(TIME_COLUMN), EnabledStatistics::Page);
-    for ((name, ty), codec) in fields.iter().zip(codecs) {
-        b = match (ty, codec) {
-            (FieldType::F64, Some(c)) => {
-                let path = ColumnPath::from(name.as_str());
-                let (enc, dict) = c.encoding.parquet();
-                b = b.set_column_dictionary_enabled(path.clone(), dict);
-                match enc {
-                    Some(e) => b.set_column_encoding(path, e),
-                    None => b,
-                }
-            }
-            (FieldType::I64 | FieldType::U64, _) => delta(b, name),
-            _ => b,
-        };
-    }
-    Ok(b.build())
-}
-
-/// Encodes a run as a Parquet file. `tags` are the table's tag names (columns written for them).
-pub fn write_sst(
-    run: &SortedRun,
-    tags: &[String],
-    fields: &[(String, FieldType)],
-    o: &SstWriteOptions,
-) -> Result<(Bytes, SstStats)> {
-    assert!(run.num_rows() > 0, "no empty data files");
-    let ranks = run.batch.column(0).as_primitive::<UInt32Type>().clone();
-    let key_values = BinaryArray::from_iter_values(run.keys.iter().map(|k| k.as_ref()));
-    let pk = DictionaryArray::<UInt32Type>::try_new(ranks.clone(), Arc::new(key_values))?;
-    let mut schema_fields = vec![Field::new(
-        PRIMARY_KEY_COLUMN,
-        dict(DataType::Binary),
-        false,
-    )];
-    let mut cols: Vec<ArrayRef> = vec![Arc::new(pk)];
-    for (tag, values) in tags.iter().zip(run.tag_values(tags)?) {
-        let arr = DictionaryArray::<UInt32Type>::try_new(ranks.clone(), Arc::new(values))?;
-        schema_fields.push(Field::new(tag, dict(DataType::Utf8), true));
-        cols.push(Arc::new(arr));
-    }
-    cols.push(Arc::new(run.time_column()));
-    schema_fields.push(Field::new(TIME_COLUMN, time_type(), false));
-    cols.push(run.batch.column(2).clone());
-    schema_fields.push(Field::new(SEQ_COLUMN, DataType::UInt64, false));
-    let mut codecs = Vec::with_capacity(fields.len());
-    for (i, (name, _)) in fields.iter().enumerate() {
-        let col = run.batch.column(3 + i);
-        let codec = float_codec::choose(col, o.zstd_level);
-        let col = codec.map_or_else(|| col.clone(), |c| float_codec::as_repr(col, c.repr));
-        codecs.push(codec);
-        schema_fields.push(Field::new(name, col.data_type().clone(), true));
-        cols.push(col);
-    }
-    let schema: SchemaRef = Arc::new(Schema::new(schema_fields));
-    let batch = RecordBatch::try_new(schema.clone(), cols)?;
-    let stats = SstStats {
-        rows: run.num_rows() as u64,
-        min_time: *run.times().iter().min().expect("non-empty"),
-        max_time: *run.times().iter().max().expect("non-empty"),
-        max_seq: *run.seqs().iter().max().expect("non-empty"),
-        min_seq: *run.seqs().iter().min().expect("non-empty"),
-        size: 0,
-    };
-    let props = writer_props(&schema, fields, &codecs, o)?;
-    let mut buf = Vec::with_capacity(run.num_rows() * 8);
-    let perr = |e| StorageError::Parquet {
-        path: "<new file>".into(),
-        source: e,
-    };
-    let mut w = ArrowWriter::try_new(&mut buf, schema, Some(props)).map_err(perr)?;
-    w.write(&batch).map_err(perr)?;
-    w.close().map_err(perr)?;
-    let size = buf.len() as u64;
-    Ok((Bytes::from(buf), SstStats { size, ..stats }))
 }
 
 /// Which rows of a file a read wants.
@@ -526,7 +405,7 @@ mod tests {
             row_group_rows: 4,
             zstd_level: 1,
         };
-        let (data, _) = write_sst(&run, &[], &fields, &o).unwrap();
+        let (data, _) = crate::files::sst_writer::write_sst(&run, &[], &fields, &o).unwrap();
         (CachedSst::decode("f", data).unwrap(), fields)
     }
 

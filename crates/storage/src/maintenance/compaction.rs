@@ -25,6 +25,7 @@ use crate::error::StorageError;
 use crate::files::manifest::Edit;
 use crate::files::sst::{SstFilter, read_sst};
 use crate::maintenance::Output;
+use crate::maintenance::output::PendingFile;
 use crate::maintenance::slices;
 use crate::maintenance::tombstone;
 use crate::metrics::Metrics;
@@ -155,6 +156,8 @@ pub(crate) struct CompactionOptions {
     pub trigger_files: usize,
     /// Rows a compaction holds decoded at once, in bytes (`slices`).
     pub memory_bytes: usize,
+    /// An output file past this size is closed and the next begun.
+    pub target_file_bytes: usize,
 }
 
 /// What compaction needs: where it writes and commits, its options, the clock that says
@@ -295,8 +298,14 @@ fn compact_group(
     let keys = slice_keys(region, rows, fields.len(), c.opts.memory_bytes)?;
     let mut added = Vec::new();
     let mut written = Vec::new();
+    if keys.len() > 1 {
+        c.metrics.compaction_slices.add(keys.len() as u64);
+    }
+    let new_file = || PendingFile::new(&tags, &fields, &c.out.sst);
     let result = (|| -> Result<()> {
         let mut read = 0u64;
+        // One file being written per window; slices append to it in key order.
+        let mut pending: BTreeMap<i64, PendingFile> = BTreeMap::new();
         for slice in &keys {
             let filter = SstFilter {
                 keys: slice.clone(),
@@ -318,15 +327,20 @@ fn compact_group(
                 merged = merged.with_one_seq(newest)?;
             }
             drop(runs);
-            for part in split_by_window(&merged, region.key.start, window_ns)? {
+            for (w, part) in split_by_window(&merged, region.key.start, window_ns)? {
                 if part.num_rows() == 0 {
                     continue;
                 }
-                let meta =
-                    c.out
-                        .put_data_file(region.key, &part, &tags, &fields, purged, &mut written)?;
-                added.push(meta);
+                let file = pending.entry(w).or_insert_with(new_file);
+                if !file.fits(&part) || file.data.bytes_written() >= c.opts.target_file_bytes {
+                    let full = std::mem::replace(file, new_file());
+                    added.extend(c.out.put_pending(region.key, full, purged, &mut written)?);
+                }
+                file.append(&part)?;
             }
+        }
+        for (_, file) in pending {
+            added.extend(c.out.put_pending(region.key, file, purged, &mut written)?);
         }
         // Slices come from the region's series index: a key it lacked would lose rows.
         if read != rows {
@@ -391,17 +405,18 @@ fn slice_keys(
 
 /// Splits a sorted run into one run per time window counted from `origin` (each still sorted
 /// by key and time).
-fn split_by_window(run: &SortedRun, origin: i64, window_ns: i64) -> Result<Vec<SortedRun>> {
+fn split_by_window(run: &SortedRun, origin: i64, window_ns: i64) -> Result<Vec<(i64, SortedRun)>> {
     let times = run.batch.column(1).as_primitive::<Int64Type>().values();
     let window = |t: &i64| t.saturating_sub(origin).div_euclid(window_ns);
     let windows: BTreeSet<i64> = times.iter().map(window).collect();
     if windows.len() <= 1 {
-        return Ok(vec![run.clone()]);
+        let w = windows.first().copied().unwrap_or(0);
+        return Ok(vec![(w, run.clone())]);
     }
     let mut out = Vec::new();
     for w in windows {
         let mask: BooleanArray = times.iter().map(|t| Some(window(t) == w)).collect();
-        out.push(run.filter(&mask)?);
+        out.push((w, run.filter(&mask)?));
     }
     Ok(out)
 }
@@ -546,7 +561,14 @@ mod tests {
             keys: Arc::new(vec![bytes::Bytes::from("a"), bytes::Bytes::from("b")]),
             batch,
         };
-        let parts = split_by_window(&run, 100, 10).unwrap();
+        let parts: Vec<SortedRun> = split_by_window(&run, 100, 10)
+            .unwrap()
+            .into_iter()
+            .map(|(w, p)| {
+                assert!(w == 0 || w == 1);
+                p
+            })
+            .collect();
         assert_eq!(parts.len(), 2);
         assert_eq!(parts[0].keys.len(), 2);
         assert_eq!(parts[1].keys.as_slice(), &[bytes::Bytes::from("b")]);

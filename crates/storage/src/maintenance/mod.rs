@@ -25,7 +25,7 @@
 pub(crate) mod compaction;
 pub(crate) mod delete;
 pub(crate) mod flush;
-mod output;
+pub(crate) mod output;
 pub(crate) mod retention;
 pub(crate) mod slices;
 pub(crate) mod tombstone;

@@ -12,7 +12,8 @@ use tempora_model::FieldType;
 use crate::catalog::Catalog;
 use crate::error::Result;
 use crate::files::manifest::{FileMeta, RegionKey};
-use crate::files::sst::{SstWriteOptions, write_sst};
+use crate::files::sst::SstWriteOptions;
+use crate::files::sst_writer::SstWriter;
 use crate::files::store::FileStore;
 use crate::read::run::SortedRun;
 
@@ -39,22 +40,43 @@ impl Output {
         written: &mut Vec<String>,
     ) -> Result<FileMeta> {
         assert!(run.num_rows() > 0, "a data file holds at least one row");
-        let opts = &self.sst;
-        let (data, stats) = write_sst(run, tags, fields, opts)?;
+        let mut file = PendingFile::new(tags, fields, &self.sst);
+        file.append(run)?;
+        self.put_pending(key, file, purged_seq, written)
+            .map(|m| m.expect("one run appended"))
+    }
+
+    /// Puts a file written run by run, and its newest rows beside it when worth it
+    /// ([`worth_last_rows`]); `None` when no row was appended.
+    pub fn put_pending(
+        &self,
+        key: RegionKey,
+        file: PendingFile,
+        purged_seq: u64,
+        written: &mut Vec<String>,
+    ) -> Result<Option<FileMeta>> {
+        let keys = file.data.key_range();
+        let (series, rows) = (file.series, file.data.rows() as usize);
+        let Some((data, stats)) = file.data.finish()? else {
+            return Ok(None);
+        };
         let id = self.catalog.next_file_id();
         let path = format!("{}/{id:016x}.parquet", key.dir());
         self.store.put(&path, data)?;
         written.push(path.clone());
-        let last_rows = if worth_last_rows(run.keys.len(), run.num_rows()) {
-            let (data, _) = write_sst(&run.last_per_key(), tags, fields, opts)?;
-            let last = format!("{}/{id:016x}.last", key.dir());
-            self.store.put(&last, data)?;
-            written.push(last.clone());
-            Some(last)
-        } else {
-            None
+        let last_rows = match worth_last_rows(series, rows) {
+            true => match file.last.finish()? {
+                Some((data, _)) => {
+                    let last = format!("{}/{id:016x}.last", key.dir());
+                    self.store.put(&last, data)?;
+                    written.push(last.clone());
+                    Some(last)
+                }
+                None => None,
+            },
+            false => None,
         };
-        Ok(FileMeta {
+        Ok(Some(FileMeta {
             last_rows,
             id,
             path,
@@ -65,11 +87,43 @@ impl Output {
             max_seq: stats.max_seq,
             min_seq: stats.min_seq,
             purged_seq,
-            key_range: match (run.keys.first(), run.keys.last()) {
-                (Some(min), Some(max)) => FileMeta::key_range_of(min, max),
-                _ => None,
-            },
-        })
+            key_range: keys.and_then(|(min, max)| FileMeta::key_range_of(&min, &max)),
+        }))
+    }
+}
+
+/// A data file being written run by run, with its newest rows per series.
+pub(crate) struct PendingFile {
+    pub data: SstWriter,
+    last: SstWriter,
+    series: usize,
+}
+
+impl PendingFile {
+    pub fn new(tags: &[String], fields: &[(String, FieldType)], o: &SstWriteOptions) -> Self {
+        Self {
+            data: SstWriter::new(tags, fields, o),
+            last: SstWriter::new(tags, fields, o),
+            series: 0,
+        }
+    }
+
+    /// Whether `run` can be appended (its floats, and those of its newest rows, fit the
+    /// representations the file and its newest-rows file chose from their first run).
+    pub fn fits(&self, run: &SortedRun) -> bool {
+        self.data.fits(run) && self.last.fits(&run.last_per_key())
+    }
+
+    /// Appends a run whose keys follow the file's.
+    pub fn append(&mut self, run: &SortedRun) -> Result<()> {
+        if run.num_rows() == 0 {
+            return Ok(());
+        }
+        let last = run.last_per_key();
+        self.data.append(run)?;
+        self.last.append(&last)?;
+        self.series += run.keys.len();
+        Ok(())
     }
 }
 
