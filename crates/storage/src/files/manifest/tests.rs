@@ -293,6 +293,20 @@ fn a_file_entry_without_newest_rows_reads_as_none() {
     );
 }
 
+#[test]
+fn key_ranges_round_trip_and_an_absent_or_damaged_one_holds_every_key() {
+    let old = r#"{"id":7,"path":"p","rows":1,"size":1,"min_time":0,"max_time":0,"max_seq":7}"#;
+    let f: FileMeta = serde_json::from_str(old).unwrap();
+    assert_eq!(f.keys(), None, "older entries hold every key");
+    assert!(!serde_json::to_string(&f).unwrap().contains("key_range"));
+    let mut g = f.clone();
+    g.key_range = FileMeta::key_range_of(b"a\x00b", b"z");
+    let back: FileMeta = serde_json::from_str(&serde_json::to_string(&g).unwrap()).unwrap();
+    assert_eq!(back.keys(), Some((b"a\x00b".to_vec(), b"z".to_vec())));
+    g.key_range = Some(["zz".into(), "61".into()]);
+    assert_eq!(g.keys(), None, "not hex: every key");
+}
+
 /// An edit and a checkpoint as format version 1 wrote them before partitions were sized to
 /// the data (a partition index, no span; a table's `ttl_ns`) read as spans and settings.
 #[test]
