@@ -223,3 +223,66 @@ print("rows", len(conn.execute("SELECT * FROM generate_series(1, 300)").fetchall
     assert_eq!(s.metric("tempora_queries_timed_out_total"), 1.0);
     assert!(s.healthy());
 }
+
+/// `memory_budget` alone bounds the query pool: with 256 MiB a join's build side of a million
+/// rows is refused with 507 naming the derived per-query limit (`tempora config show` prints
+/// it), while writes and small queries go on, and the ingest buffer's gauge is exported.
+#[test]
+fn a_small_memory_budget_bounds_queries_and_is_shown() {
+    let shown = std::process::Command::new(env!("CARGO_BIN_EXE_tempora"))
+        .args(["config", "show"])
+        .env("TEMPORA_MEMORY_BUDGET", "256MiB")
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout).to_string();
+    assert!(shown.contains("memory_budget = \"256MiB\""), "{shown}");
+    let limit: usize = shown
+        .lines()
+        .find(|l| l.starts_with("#   query_memory_limit_bytes"))
+        .and_then(|l| l.split_whitespace().nth(2))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no derived query limit in {shown}"));
+    assert!(
+        limit < 64 << 20,
+        "a small budget gives a small query limit: {limit}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start_with(dir.path(), &[("TEMPORA_MEMORY_BUDGET", "256MiB")]);
+    let write = s.url("/write?db=public");
+    assert_eq!(post(&write, "m,host=h0 v=0 1\n").0, "204");
+    let (code, body) = sql_get(&s, "timeout=60s", BIG_JOIN);
+    assert_eq!(code, "507", "{body}");
+    assert!(
+        body.contains(&format!("memory limit of {limit} bytes")),
+        "{body}"
+    );
+    let (code, body) = sql_get(&s, "", SMALL_GROUP);
+    assert_eq!(
+        (code.as_str(), body.contains("[[1000]]")),
+        ("200", true),
+        "{body}"
+    );
+    assert_eq!(post(&write, "m,host=h1 v=1 2\n").0, "204");
+    assert_eq!(
+        s.metric("tempora_ingest_buffer_bytes"),
+        0.0,
+        "no write in flight"
+    );
+    assert!(s.healthy());
+}
+
+/// Settings that cannot fit the budget stop the server at start with a message naming them.
+#[test]
+fn a_budget_its_parts_do_not_fit_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tempora"))
+        .args(["serve", "--data-dir", dir.path().to_str().unwrap()])
+        .env("TEMPORA_MEMORY_BUDGET", "1GiB")
+        .env("TEMPORA_DECODED_CACHE_BYTES", "1GiB")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("decoded_cache_bytes set to 1 GiB"), "{err}");
+}
