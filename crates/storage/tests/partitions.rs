@@ -77,6 +77,27 @@ fn widths_follow_the_data_rate_and_buckets_the_series_count() {
     assert!(files <= 2 + 1 + 4 + 1, "{files} files: {}", e.debug_state());
 }
 
+/// A stream that sends one point per series per batch (an agent reporting every host each
+/// hour) tells nothing in any one batch; the rate is learned from flushes, where each series
+/// has many points, and the partitions begun after it follow it.
+#[test]
+fn a_rate_seen_only_across_batches_is_learned_at_flush() {
+    let e = Engine::open(auto_opts(), EngineIo::memory().0).unwrap();
+    for hour in 0..24 * 40 {
+        let rows = (0..5).map(move |s| (format!("h{s}"), hour * HOUR, 1.0));
+        assert!(put(&e, "agent", rows).is_empty());
+    }
+    let (_, _, next) = e.table_settings("agent").unwrap();
+    assert_eq!(next, DAY, "no batch says how often a series writes");
+    e.flush().unwrap();
+    let (_, _, next) = e.table_settings("agent").unwrap();
+    assert_eq!(next, 365 * DAY, "hourly, learned from the flush");
+    let later = 1000 * DAY;
+    assert!(put(&e, "agent", std::iter::once(("h0".to_string(), later, 1.0))).is_empty());
+    let last = *e.partitions("agent").last().unwrap();
+    assert_eq!(last.end - last.start, 365 * DAY, "{last:?}");
+}
+
 #[test]
 fn a_width_set_by_the_user_applies_to_new_partitions_only() {
     let e = Engine::open(auto_opts(), EngineIo::memory().0).unwrap();

@@ -172,6 +172,10 @@ fn flush_region(
         (runs, Bytes::from(index.encode()), index.len())
     };
     let run = merge_runs(&runs, &fields)?;
+    // A flush holds many points per series even when every write held one per series.
+    if let (Some(lo), Some(hi)) = (run.times().iter().min(), run.times().iter().max()) {
+        table.observe_rate(run.num_rows(), run.keys.len(), hi - lo);
+    }
     let purged = tombs.iter().map(|t| t.seq).max().unwrap_or(0);
     let meta = if run.num_rows() == 0 {
         None
