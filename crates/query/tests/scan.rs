@@ -6,7 +6,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{engine, exec, flush, planner_only, table};
+use common::{engine_with_day_partitions, exec, flush, planner_only, table};
 use tempora_query::{QueryLimits, QueryService};
 
 /// 8 hosts × 2 regions; series of host h4 and up have a `dc` tag. Three days, so three
@@ -20,7 +20,9 @@ async fn loaded() -> (
     QueryService,
     QueryService,
 ) {
-    let (engine, dbs) = engine();
+    // One-day partitions: the cases count series × days (learned widths would put the
+    // hourly rows of days 2 and 3 in one partition once day 1 is flushed).
+    let (engine, dbs) = engine_with_day_partitions();
     let q = planner_only(dbs.clone());
     let fast = QueryService::new(dbs.clone(), QueryLimits::default()).unwrap();
     let plain = QueryService::new(
@@ -303,7 +305,9 @@ async fn latest_value_queries_read_the_cache_with_the_result_of_the_data() {
 /// early only when a region has one source. Both services, DataFusion's and the fast path.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn field_bounds_see_the_newest_version_of_each_point() {
-    let (engine, dbs) = engine();
+    // One-day partitions: the cases count series × days (learned widths would put the
+    // hourly rows of days 2 and 3 in one partition once day 1 is flushed).
+    let (engine, dbs) = engine_with_day_partitions();
     let q = planner_only(dbs.clone());
     let fast = QueryService::new(dbs, QueryLimits::default()).unwrap();
     let put = |day: u32, host: &str, v: Option<i64>, w: i64| match v {

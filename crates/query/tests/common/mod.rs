@@ -20,8 +20,21 @@ pub async fn service() -> (Arc<Engine>, QueryService) {
 
 /// An in-memory engine with database `db`.
 pub fn engine() -> (Arc<Engine>, Arc<Databases>) {
+    engine_with(EngineOptions::default())
+}
+
+/// [`engine`] with one-day partitions whatever the data's rate: for tests that count
+/// partitions (series × days).
+pub fn engine_with_day_partitions() -> (Arc<Engine>, Arc<Databases>) {
+    engine_with(EngineOptions {
+        partition_auto: false,
+        ..EngineOptions::default()
+    })
+}
+
+fn engine_with(opts: EngineOptions) -> (Arc<Engine>, Arc<Databases>) {
     let (io, _) = EngineIo::memory();
-    let engine = Arc::new(Engine::open(EngineOptions::default(), io).unwrap());
+    let engine = Arc::new(Engine::open(opts, io).unwrap());
     let dbs = Arc::new(Databases::open(engine.clone(), None).unwrap());
     dbs.create("db").unwrap();
     (engine, dbs)
