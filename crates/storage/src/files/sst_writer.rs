@@ -44,6 +44,8 @@ pub struct SstWriter {
     tags: Vec<String>,
     fields: Vec<(String, FieldType)>,
     opts: SstWriteOptions,
+    /// Float representations to use instead of choosing from the first run.
+    preset: Option<Vec<Option<FloatCodec>>>,
     open: Option<Open>,
 }
 
@@ -62,7 +64,16 @@ impl SstWriter {
             tags: tags.to_vec(),
             fields: fields.to_vec(),
             opts: o.clone(),
+            preset: None,
             open: None,
+        }
+    }
+
+    /// A writer that takes `other`'s float representations and encodings (chosen from its
+    /// first run) instead of choosing from its own: for a file of a subset of another's rows.
+    pub fn follow(&mut self, other: &SstWriter) {
+        if self.open.is_none() {
+            self.preset = other.open.as_ref().map(|o| o.codecs.clone());
         }
     }
 
@@ -88,9 +99,10 @@ impl SstWriter {
             return Ok(());
         }
         assert!(self.fits(run), "the caller checks that a run fits");
-        let codecs = match &self.open {
-            Some(o) => o.codecs.clone(),
-            None => self.fields_codecs(run),
+        let codecs = match (&self.open, &self.preset) {
+            (Some(o), _) => o.codecs.clone(),
+            (None, Some(p)) => p.clone(),
+            (None, None) => self.fields_codecs(run),
         };
         let batch = self.batch(run, &codecs)?;
         let (first, last) = (
@@ -266,4 +278,104 @@ fn writer_props(
         };
     }
     Ok(b.build())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Float64Array, Int64Array, UInt32Array, UInt64Array};
+
+    /// A run of one key `k` with float values `v` at times 0, 1, ...
+    fn run(k: &str, v: &[f64]) -> SortedRun {
+        let fields = [("v".to_string(), FieldType::F64)];
+        let n = v.len();
+        let batch = RecordBatch::try_new(
+            crate::read::run::run_schema(&fields),
+            vec![
+                Arc::new(UInt32Array::from(vec![0; n])),
+                Arc::new(Int64Array::from_iter_values(0..n as i64)),
+                Arc::new(UInt64Array::from(vec![1; n])),
+                Arc::new(Float64Array::from(v.to_vec())),
+            ],
+        )
+        .unwrap();
+        SortedRun {
+            keys: Arc::new(vec![Bytes::from(k.to_string())]),
+            batch,
+        }
+    }
+
+    fn writer() -> SstWriter {
+        let o = SstWriteOptions {
+            row_group_rows: 1024,
+            zstd_level: 3,
+        };
+        SstWriter::new(&[], &[("v".to_string(), FieldType::F64)], &o)
+    }
+
+    #[test]
+    fn runs_append_while_their_floats_fit_the_first_runs_choice() {
+        type Case = (&'static str, Vec<f64>, Vec<f64>, bool);
+        let cases: Vec<Case> = vec![
+            (
+                "one decimal, then one decimal",
+                vec![1.5, 2.5],
+                vec![3.5],
+                true,
+            ),
+            ("one decimal, then two", vec![1.5, 2.5], vec![3.25], false),
+            (
+                "doubles take anything",
+                vec![std::f64::consts::PI],
+                vec![0.1, 7.0],
+                true,
+            ),
+            (
+                "integral, then a fraction",
+                vec![1.0, 2.0],
+                vec![2.5],
+                false,
+            ),
+        ];
+        for (name, first, second, fits) in cases {
+            let mut w = writer();
+            w.append(&run("a", &first)).unwrap();
+            let next = run("b", &second);
+            assert_eq!(w.fits(&next), fits, "{name}");
+            if fits {
+                w.append(&next).unwrap();
+            }
+            let (data, stats) = w.finish().unwrap().unwrap();
+            let want = first.len() + if fits { second.len() } else { 0 };
+            assert_eq!(stats.rows as usize, want, "{name}");
+            assert_eq!(stats.size as usize, data.len(), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_follower_takes_the_leaders_choice() {
+        let mut data = writer();
+        data.append(&run("a", &[1.25, 2.5])).unwrap();
+        let mut last = writer();
+        last.follow(&data);
+        // Alone, 2.5 would be chosen as one decimal; following, it takes two.
+        last.append(&run("a", &[2.5])).unwrap();
+        assert!(last.fits(&run("b", &[3.75])), "two decimals fit");
+        let empty = writer();
+        let mut free = writer();
+        free.follow(&empty);
+        free.append(&run("a", &[2.5])).unwrap();
+        assert!(
+            !free.fits(&run("b", &[3.75])),
+            "nothing to follow: its own choice"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "key order")]
+    fn runs_out_of_key_order_are_refused() {
+        let mut w = writer();
+        w.append(&run("b", &[1.0])).unwrap();
+        w.append(&run("a", &[1.0])).unwrap();
+    }
 }

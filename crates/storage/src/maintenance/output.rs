@@ -108,10 +108,11 @@ impl PendingFile {
         }
     }
 
-    /// Whether `run` can be appended (its floats, and those of its newest rows, fit the
-    /// representations the file and its newest-rows file chose from their first run).
+    /// Whether `run` can be appended (its floats fit the representations the file chose from
+    /// its first run; its newest rows, a subset, then fit too: the newest-rows file follows
+    /// the data file's choice).
     pub fn fits(&self, run: &SortedRun) -> bool {
-        self.data.fits(run) && self.last.fits(&run.last_per_key())
+        self.data.fits(run)
     }
 
     /// Appends a run whose keys follow the file's.
@@ -121,6 +122,7 @@ impl PendingFile {
         }
         let last = run.last_per_key();
         self.data.append(run)?;
+        self.last.follow(&self.data);
         self.last.append(&last)?;
         self.series += run.keys.len();
         Ok(())
