@@ -6,6 +6,20 @@ mod common;
 use common::*;
 use tempora_storage::{Engine, EngineIo};
 
+/// Runs a Python program with the data directory as its argument; its standard output.
+fn python(script: &str, dir: &std::path::Path) -> String {
+    let out = std::process::Command::new("python3")
+        .args(["-c", script, dir.to_str().unwrap()])
+        .output()
+        .expect("python3 is installed");
+    assert!(
+        out.status.success(),
+        "python failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 #[test]
 fn pyarrow_and_duckdb_read_the_data_files() {
     let dir = tempfile::tempdir().unwrap();
@@ -33,15 +47,7 @@ lasts = sorted(glob.glob(sys.argv[1] + "/data/**/*.last", recursive=True))
 for r in con.execute("select host, epoch_ns(time) from read_parquet($1) order by host", [lasts]).fetchall():
     print("last", *r)
 "#;
-    let out = std::process::Command::new("python3")
-        .args(["-c", script, dir.path().to_str().unwrap()])
-        .output()
-        .expect("python3 is installed");
-    assert!(
-        out.status.success(),
-        "python failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = python(script, dir.path());
     let mut want = format!("{}\n", rows.len());
     for h in 0..3 {
         let mine: Vec<_> = rows.iter().filter(|r| r.0 == format!("h{h}")).collect();
@@ -57,7 +63,7 @@ for r in con.execute("select host, epoch_ns(time) from read_parquet($1) order by
             .max();
         want += &format!("last h{h} {}\n", hi.unwrap());
     }
-    assert_eq!(String::from_utf8_lossy(&out.stdout), want);
+    assert_eq!(stdout, want);
 }
 
 /// Float fields stored each way `files::float_codec` chooses (a decimal, f32 readings widened
@@ -98,17 +104,8 @@ q = "select dec::double, single::double, wave::double, two::double from read_par
 for r in con.execute(q, [files]).fetchall():
     print(*[repr(x) for x in r])
 "#;
-    let out = std::process::Command::new("python3")
-        .args(["-c", script, dir.path().to_str().unwrap()])
-        .output()
-        .expect("python3 is installed");
-    assert!(
-        out.status.success(),
-        "python failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut lines = text.lines();
+    let stdout = python(script, dir.path());
+    let mut lines = stdout.lines();
     let types: Vec<&str> = lines.by_ref().take(4).collect();
     assert_eq!(
         types,
