@@ -57,6 +57,19 @@ impl Output {
     ) -> Result<Option<FileMeta>> {
         let keys = file.data.key_range();
         let (series, rows) = (file.series, file.data.rows() as usize);
+        // The newest rows are encoded only for a file worth them, in the data file's
+        // representations (a subset of its rows always fits them).
+        let last = match worth_last_rows(series, rows) {
+            true => {
+                let mut w = SstWriter::new(&file.tags, &file.fields, &self.sst);
+                w.follow(&file.data);
+                for run in &file.last {
+                    w.append(run)?;
+                }
+                w.finish()?
+            }
+            false => None,
+        };
         let Some((data, stats)) = file.data.finish()? else {
             return Ok(None);
         };
@@ -64,17 +77,14 @@ impl Output {
         let path = format!("{}/{id:016x}.parquet", key.dir());
         self.store.put(&path, data)?;
         written.push(path.clone());
-        let last_rows = match worth_last_rows(series, rows) {
-            true => match file.last.finish()? {
-                Some((data, _)) => {
-                    let last = format!("{}/{id:016x}.last", key.dir());
-                    self.store.put(&last, data)?;
-                    written.push(last.clone());
-                    Some(last)
-                }
-                None => None,
-            },
-            false => None,
+        let last_rows = match last {
+            Some((data, _)) => {
+                let path = format!("{}/{id:016x}.last", key.dir());
+                self.store.put(&path, data)?;
+                written.push(path.clone());
+                Some(path)
+            }
+            None => None,
         };
         Ok(Some(FileMeta {
             last_rows,
@@ -92,19 +102,24 @@ impl Output {
     }
 }
 
-/// A data file being written run by run, with its newest rows per series.
+/// A data file being written run by run, with its newest rows per series (one row per
+/// series, kept decoded until the file is put).
 pub(crate) struct PendingFile {
     pub data: SstWriter,
-    last: SstWriter,
+    last: Vec<SortedRun>,
     series: usize,
+    tags: Vec<String>,
+    fields: Vec<(String, FieldType)>,
 }
 
 impl PendingFile {
     pub fn new(tags: &[String], fields: &[(String, FieldType)], o: &SstWriteOptions) -> Self {
         Self {
             data: SstWriter::new(tags, fields, o),
-            last: SstWriter::new(tags, fields, o),
+            last: Vec::new(),
             series: 0,
+            tags: tags.to_vec(),
+            fields: fields.to_vec(),
         }
     }
 
@@ -120,10 +135,8 @@ impl PendingFile {
         if run.num_rows() == 0 {
             return Ok(());
         }
-        let last = run.last_per_key();
         self.data.append(run)?;
-        self.last.follow(&self.data);
-        self.last.append(&last)?;
+        self.last.push(run.last_per_key());
         self.series += run.keys.len();
         Ok(())
     }
