@@ -26,6 +26,7 @@ mod databases;
 pub mod names;
 pub mod partitions;
 pub(crate) mod region;
+pub mod rollups;
 pub mod settings;
 pub(crate) mod table;
 
