@@ -39,6 +39,9 @@ pub struct Config {
     /// Width of new time partitions when neither the table nor its database sets one: `auto`
     /// (chosen from each table's data rate) or a duration such as `1d`.
     pub partition: String,
+    /// Rollups of tables whose own and database's settings declare none: a list such as
+    /// `1m,1h` or `1m:30d,1h:365d` (resolution[:retention]), or `none` (the default).
+    pub default_rollups: String,
     /// The memory the whole process may use: a size (`4GiB`, `512MiB`, bytes) or `auto`
     /// (three quarters of the machine's or the cgroup's memory). Each part below that is not
     /// set gets its share of it (`crate::memory`; `tempora config show` prints them).
@@ -96,6 +99,7 @@ impl Default for Config {
             workers: 0,
             default_ttl: "forever".into(),
             partition: "auto".into(),
+            default_rollups: "none".into(),
             memory_budget: "auto".into(),
             memtable_bytes: None,
             ingest_buffer_bytes: None,
@@ -218,6 +222,7 @@ impl Config {
             "workers" => self.workers = num(value)?,
             "default_ttl" => self.default_ttl = value.into(),
             "partition" => self.partition = value.into(),
+            "default_rollups" => self.default_rollups = value.into(),
             "memory_budget" => {
                 if value != "auto" {
                     size(value)?;
@@ -329,6 +334,12 @@ impl Config {
         let part = parse_partition(&self.partition)
             .map_err(|e| ("partition", self.partition.clone(), e.to_string()))?;
         Ok((ttl.ns(), part.ns()))
+    }
+
+    /// The server-wide rollups `default_rollups` declares.
+    pub fn default_rollups(&self) -> Result<tempora_storage::catalog::rollups::RollupList, String> {
+        tempora_storage::catalog::rollups::RollupList::parse(&self.default_rollups)
+            .map_err(|e| format!("default_rollups = {:?}: {e}", self.default_rollups))
     }
 
     /// The budget `memory_budget` names (`auto`: from the machine's memory).

@@ -71,6 +71,7 @@ fn engine_options(c: &Config) -> Result<EngineOptions, ServerError> {
         .storage_defaults()
         .map_err(|(k, v, r)| ServerError::BadRequest(format!("{k} = {v:?}: {r}")))?;
     o.default_ttl_ns = ttl;
+    o.default_rollups = c.default_rollups().map_err(ServerError::BadRequest)?;
     if let Some(w) = width {
         o.partition_ns = w;
         o.partition_auto = false;

@@ -154,6 +154,7 @@ pub fn run(s: &AppState, id: usize, stmt: RpStatement) -> Result<Value, ServerEr
             let forever = StorageSettings {
                 ttl: Some(Setting::Unbounded),
                 partition: None,
+                rollups: None,
             };
             engine.set_database_settings(&db, forever)?;
         }
@@ -329,6 +330,7 @@ mod tests {
                     settings: StorageSettings {
                         ttl: Some(Setting::Ns(30 * day)),
                         partition: Some(Setting::Ns(day)),
+                        rollups: None,
                     },
                 },
             ),
@@ -339,6 +341,7 @@ mod tests {
                     settings: StorageSettings {
                         ttl: Some(Setting::Ns(7 * day)),
                         partition: None,
+                        rollups: None,
                     },
                     create: true,
                 },
@@ -350,6 +353,7 @@ mod tests {
                     settings: StorageSettings {
                         ttl: Some(Setting::Unbounded),
                         partition: None,
+                        rollups: None,
                     },
                     create: false,
                 },

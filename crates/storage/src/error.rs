@@ -34,6 +34,16 @@ pub enum StorageError {
     Arrow(#[from] arrow::error::ArrowError),
     #[error("manifest {path} is corrupt: {reason}")]
     CorruptManifest { path: String, reason: String },
+    #[error("file {path} is corrupt: {reason}")]
+    Corrupt { path: String, reason: String },
+    #[error(
+        "raw rows of {table} before {horizon} have expired and only its rollups remain; {what} needs raw rows (aggregate with count, sum, min, max or avg over buckets that are multiples of a rollup resolution, or start the range at or after {horizon})"
+    )]
+    RawExpired {
+        table: String,
+        horizon: String,
+        what: String,
+    },
     #[error(
         "memtable memory budget of {limit} bytes exhausted ({used} used); flushes are behind, retry later"
     )]
@@ -83,7 +93,7 @@ impl StorageError {
             TooLarge { .. } => 413,
             MemoryBudget { .. } | QueueFull { .. } | DiskFull { .. } => 503,
             Wal(w) if w.is_disk_full() => 503,
-            TooManyTables(_) | TooManyDatabases(_) => 422,
+            TooManyTables(_) | TooManyDatabases(_) | RawExpired { .. } => 422,
             _ => 500,
         }
     }
@@ -104,7 +114,8 @@ impl StorageError {
             DiskFull { .. } => "53100",
             Wal(w) if w.is_disk_full() => "53100",
             TooManyTables(_) | TooManyDatabases(_) => "54000",
-            CorruptManifest { .. } => "XX001",
+            CorruptManifest { .. } | Corrupt { .. } => "XX001",
+            RawExpired { .. } => "0A000",
             _ => "XX000",
         }
     }

@@ -17,6 +17,7 @@
 //! | [`read`] | the read side and the documented read API: scans, sorted runs, latest values, the caches |
 //! | [`maintenance`] | flush, compaction, retention and drops, deletes and tombstones |
 //! | [`files`] | durable files: the file store, the manifest format, Parquet data files and their row selection |
+//! | [`rollup`] | pre-downsampled aggregates per (series, bucket): computed as files are written, merged and read for queries |
 //!
 //! Nothing below `engine` sees the engine: it builds narrow handles (the catalog's `Catalog`
 //! of tables, manifest and sequence numbers; a memtable `Budget`; a region `Placement`; a
@@ -43,6 +44,7 @@ pub mod maintenance;
 pub mod metrics;
 pub mod options;
 pub mod read;
+pub mod rollup;
 pub mod write;
 
 pub use engine::{Engine, EngineIo, WriteOutcome};

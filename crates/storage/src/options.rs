@@ -25,6 +25,8 @@ pub struct EngineOptions {
     pub buckets_auto: bool,
     /// Retention of tables whose own and database's settings name none (`None`: forever).
     pub default_ttl_ns: Option<i64>,
+    /// Rollups of tables whose own and database's settings declare none.
+    pub default_rollups: crate::catalog::rollups::RollupList,
     /// WAL durability.
     pub wal_sync: SyncPolicy,
     /// WAL segment size in bytes.
@@ -93,6 +95,7 @@ impl Default for EngineOptions {
             buckets: 4,
             buckets_auto: true,
             default_ttl_ns: None,
+            default_rollups: crate::catalog::rollups::RollupList::NONE,
             wal_sync: SyncPolicy::Sync,
             wal_segment_bytes: 64 << 20,
             flush_threshold_bytes: 512 << 20,
@@ -181,6 +184,7 @@ impl EngineOptions {
                 true => Setting::Unbounded,
                 false => Setting::Ns(self.partition_ns),
             },
+            rollups: self.default_rollups,
         }
     }
 

@@ -132,6 +132,7 @@ fn scenario(e: &Engine, clock: &ManualClock) -> Acked {
             let six_hours = StorageSettings {
                 partition: Some(Setting::Ns(6 * 3600 * SEC)),
                 ttl: None,
+                rollups: None,
             };
             acked.narrowed = e.set_table_settings("cpu", six_hours).is_ok();
         }

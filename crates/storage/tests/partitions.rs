@@ -36,6 +36,7 @@ fn ttl(v: &str) -> StorageSettings {
     StorageSettings {
         ttl: Some(parse_ttl(v).unwrap()),
         partition: None,
+        rollups: None,
     }
 }
 
@@ -104,6 +105,7 @@ fn a_width_set_by_the_user_applies_to_new_partitions_only() {
     let week = StorageSettings {
         partition: Some(parse_partition("7d").unwrap()),
         ttl: None,
+        rollups: None,
     };
     e.create_database("iot").unwrap();
     e.set_database_settings("iot", week).unwrap();
@@ -116,6 +118,7 @@ fn a_width_set_by_the_user_applies_to_new_partitions_only() {
     let hours = StorageSettings {
         partition: Some(parse_partition("12h").unwrap()),
         ttl: None,
+        rollups: None,
     };
     e.set_table_settings("iot.m", hours).unwrap();
     // Inside the old partition: it stays. Past it: 12-hour partitions.

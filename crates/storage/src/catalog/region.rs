@@ -53,7 +53,9 @@ impl Drop for FileHandle {
         if !self.obsolete.load(Ordering::SeqCst) {
             return;
         }
-        for path in std::iter::once(&self.meta.path).chain(&self.meta.last_rows) {
+        let raw = (!self.meta.raw_expired).then_some(&self.meta.path);
+        let rollups = self.meta.rollups.iter().map(|r| &r.path);
+        for path in raw.into_iter().chain(&self.meta.last_rows).chain(rollups) {
             if let Err(e) = self.store.delete(path) {
                 // The file is unreferenced; the orphan sweep at the next start removes it.
                 tracing::warn!(path = %path, error = %e, "could not delete obsolete file");

@@ -7,7 +7,8 @@
 //! of the one before (a coarser rollup is computed from the finer one; buckets align from the
 //! epoch), and a retention, when given, at least its resolution.
 //!
-//! Pure: parsing and printing only. Not yet reachable from SQL.
+//! Pure: parsing and printing, and [`RollupList`], the fixed-size value settings hold (they
+//! are `Copy`; the manifest stores the text).
 
 use super::settings::{Setting, format_duration_ns, parse_duration_ns};
 
@@ -22,6 +23,64 @@ pub struct RollupSpec {
     pub resolution_ns: i64,
     /// `Unbounded`: kept as long as the table (or forever).
     pub ttl: Setting,
+}
+
+/// A parsed rollup list as a `Copy` value (at most [`MAX_ROLLUPS`] entries).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RollupList {
+    len: u8,
+    specs: [RollupSpec; MAX_ROLLUPS],
+}
+
+impl RollupList {
+    pub const NONE: RollupList = RollupList {
+        len: 0,
+        specs: [RollupSpec {
+            resolution_ns: 0,
+            ttl: Setting::Unbounded,
+        }; MAX_ROLLUPS],
+    };
+
+    /// Parses a list ([`parse_rollups`]).
+    pub fn parse(v: &str) -> Result<RollupList, String> {
+        let specs = parse_rollups(v)?;
+        let mut out = RollupList::NONE;
+        out.specs[..specs.len()].copy_from_slice(&specs);
+        out.len = specs.len() as u8;
+        Ok(out)
+    }
+
+    pub fn specs(&self) -> &[RollupSpec] {
+        &self.specs[..self.len as usize]
+    }
+
+    /// The resolutions, finest first.
+    pub fn resolutions(&self) -> Vec<i64> {
+        self.specs().iter().map(|s| s.resolution_ns).collect()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl std::fmt::Display for RollupList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&format_rollups(self.specs()))
+    }
+}
+
+impl serde::Serialize for RollupList {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for RollupList {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        RollupList::parse(&text).map_err(serde::de::Error::custom)
+    }
 }
 
 /// Parses a rollup list; `none` or an empty text declares none. The error says which entry

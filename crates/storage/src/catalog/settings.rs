@@ -12,6 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::rollups::RollupList;
 use crate::error::{Result, StorageError};
 use crate::options::{DAY_NS, HOUR_NS};
 
@@ -48,6 +49,9 @@ pub struct StorageSettings {
     pub ttl: Option<Setting>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<Setting>,
+    /// Declared rollups (`none` declares none, overriding the database's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollups: Option<RollupList>,
 }
 
 impl StorageSettings {
@@ -56,6 +60,7 @@ impl StorageSettings {
         StorageSettings {
             ttl: other.ttl.or(self.ttl),
             partition: other.partition.or(self.partition),
+            rollups: other.rollups.or(self.rollups),
         }
     }
 
@@ -67,10 +72,18 @@ impl StorageSettings {
             match k.to_ascii_lowercase().as_str() {
                 "ttl" | "retention" => s.ttl = Some(parse_ttl(v)?),
                 "partition" | "partition_interval" => s.partition = Some(parse_partition(v)?),
+                "rollups" => {
+                    s.rollups = Some(RollupList::parse(v).map_err(|reason| {
+                        StorageError::InvalidSetting {
+                            key: "rollups".into(),
+                            reason,
+                        }
+                    })?)
+                }
                 _ => {
                     return Err(StorageError::InvalidSetting {
                         key: k.clone(),
-                        reason: "unknown option (known: ttl, partition)".into(),
+                        reason: "unknown option (known: ttl, partition, rollups)".into(),
                     });
                 }
             }
@@ -84,6 +97,7 @@ impl StorageSettings {
 pub struct Defaults {
     pub ttl: Setting,
     pub partition: Setting,
+    pub rollups: RollupList,
 }
 
 /// What a table's settings resolve to.
@@ -93,6 +107,8 @@ pub struct Effective {
     pub ttl_ns: Option<i64>,
     /// Fixed partition width in ns; `None`: chosen from the data rate.
     pub partition_ns: Option<i64>,
+    /// Declared rollups (empty: none).
+    pub rollups: RollupList,
 }
 
 /// The table's own settings over its database's over the defaults.
@@ -102,6 +118,7 @@ pub fn resolve(table: StorageSettings, db: StorageSettings, d: Defaults) -> Effe
     Effective {
         ttl_ns: ttl.ns(),
         partition_ns: partition.ns(),
+        rollups: table.rollups.or(db.rollups).unwrap_or(d.rollups),
     }
 }
 
@@ -276,14 +293,17 @@ mod tests {
         let d = Defaults {
             ttl: Setting::Unbounded,
             partition: Setting::Unbounded,
+            rollups: RollupList::NONE,
         };
         let db = StorageSettings {
             ttl: Some(Setting::Ns(DAY_NS)),
             partition: None,
+            rollups: None,
         };
         let table = StorageSettings {
             ttl: Some(Setting::Ns(HOUR_NS)),
             partition: Some(Setting::Ns(7 * DAY_NS)),
+            rollups: None,
         };
         // (name, table, database, expected)
         let cases = [
@@ -310,6 +330,7 @@ mod tests {
                 StorageSettings {
                     ttl: Some(Setting::Unbounded),
                     partition: None,
+                    rollups: None,
                 },
                 db,
                 (None, None),
@@ -322,6 +343,7 @@ mod tests {
         let server = Defaults {
             ttl: Setting::Ns(30 * DAY_NS),
             partition: Setting::Ns(DAY_NS),
+            rollups: RollupList::NONE,
         };
         let e = resolve(
             StorageSettings::default(),

@@ -47,6 +47,7 @@ impl Engine {
         let change = StorageSettings {
             ttl: Some(ttl_ns.map_or(Setting::Unbounded, Setting::Ns)),
             partition: None,
+            rollups: None,
         };
         self.catalog.set_table_settings(table, change).map(drop)
     }

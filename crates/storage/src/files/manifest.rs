@@ -138,6 +138,24 @@ pub struct FileMeta {
     /// overlap side by side in one window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_range: Option<[String; 2]>,
+    /// The rollups of the file's rows, one file per resolution (`<id>.r<resolution_ns>`,
+    /// docs/format/rollup-files.md), put before the edit that names them and deleted with
+    /// the data file (or when their own retention passes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rollups: Vec<RollupFile>,
+    /// The data file was dropped by retention while its rollups outlive it: `path` and
+    /// `last_rows` name nothing, and the rows' time range is answered from `rollups` only.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub raw_expired: bool,
+}
+
+/// One rollup file of a data file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RollupFile {
+    pub resolution_ns: i64,
+    pub path: String,
+    pub rows: u64,
+    pub size: u64,
 }
 
 impl FileMeta {
@@ -444,8 +462,11 @@ impl ManifestState {
         let mut s = BTreeSet::new();
         for r in self.regions.values() {
             for f in r.files.values() {
-                s.insert(f.path.clone());
-                s.extend(f.last_rows.clone());
+                if !f.raw_expired {
+                    s.insert(f.path.clone());
+                    s.extend(f.last_rows.clone());
+                }
+                s.extend(f.rollups.iter().map(|r| r.path.clone()));
             }
             s.extend(r.index_path.clone());
         }

@@ -301,7 +301,8 @@ fn compact_group(
     if keys.len() > 1 {
         c.metrics.compaction_slices.add(keys.len() as u64);
     }
-    let new_file = || PendingFile::new(&tags, &fields, &c.out.sst);
+    let rollups = table.effective().rollups.resolutions();
+    let new_file = || PendingFile::new(&tags, &fields, &c.out.sst, &rollups);
     let result = (|| -> Result<()> {
         let mut read = 0u64;
         // One file being written per window; slices append to it in key order.

@@ -181,7 +181,8 @@ fn flush_region(
         None
     } else {
         let tags = table.tags();
-        Some(out.put_data_file(region.key, &run, &tags, &fields, purged, written)?)
+        let rollups = table.effective().rollups.resolutions();
+        Some(out.put_data_file(region.key, &run, &tags, &fields, purged, &rollups, written)?)
     };
     let id = match &meta {
         Some(m) => m.id,

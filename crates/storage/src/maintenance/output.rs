@@ -11,11 +11,13 @@ use tempora_model::FieldType;
 
 use crate::catalog::Catalog;
 use crate::error::Result;
-use crate::files::manifest::{FileMeta, RegionKey};
+use crate::files::manifest::{FileMeta, RegionKey, RollupFile};
 use crate::files::sst::SstWriteOptions;
 use crate::files::sst_writer::SstWriter;
 use crate::files::store::FileStore;
 use crate::read::run::SortedRun;
+use crate::rollup::file as rollup_file;
+use crate::rollup::partial::{self, PartialRun};
 
 /// The catalog that allocates file ids and takes commits, the store files go to, and how data
 /// files are encoded.
@@ -37,10 +39,11 @@ impl Output {
         tags: &[String],
         fields: &[(String, FieldType)],
         purged_seq: u64,
+        rollups: &[i64],
         written: &mut Vec<String>,
     ) -> Result<FileMeta> {
         assert!(run.num_rows() > 0, "a data file holds at least one row");
-        let mut file = PendingFile::new(tags, fields, &self.sst);
+        let mut file = PendingFile::new(tags, fields, &self.sst, rollups);
         file.append(run)?;
         self.put_pending(key, file, purged_seq, written)
             .map(|m| m.expect("one run appended"))
@@ -77,6 +80,26 @@ impl Output {
         let path = format!("{}/{id:016x}.parquet", key.dir());
         self.store.put(&path, data)?;
         written.push(path.clone());
+        let mut rollups = Vec::with_capacity(file.rollups.len());
+        for (res, parts) in file.rollups {
+            let one = partial::merge(parts, &file.fields)?;
+            assert!(
+                one.overlapping.is_empty(),
+                "a file's runs hold distinct series"
+            );
+            let Some(run) = one.run else { continue };
+            let data = rollup_file::encode(&run, res, self.sst.zstd_level)?;
+            let rpath = format!("{}/{id:016x}.r{res}", key.dir());
+            let size = data.len() as u64;
+            self.store.put(&rpath, data)?;
+            written.push(rpath.clone());
+            rollups.push(RollupFile {
+                resolution_ns: res,
+                path: rpath,
+                rows: run.num_rows() as u64,
+                size,
+            });
+        }
         let last_rows = match last {
             Some((data, _)) => {
                 let path = format!("{}/{id:016x}.last", key.dir());
@@ -98,6 +121,8 @@ impl Output {
             min_seq: stats.min_seq,
             purged_seq,
             key_range: keys.and_then(|(min, max)| FileMeta::key_range_of(&min, &max)),
+            rollups,
+            raw_expired: false,
         }))
     }
 }
@@ -110,16 +135,26 @@ pub(crate) struct PendingFile {
     series: usize,
     tags: Vec<String>,
     fields: Vec<(String, FieldType)>,
+    /// Per declared resolution (ascending), the rollup of each run appended.
+    rollups: Vec<(i64, Vec<PartialRun>)>,
 }
 
 impl PendingFile {
-    pub fn new(tags: &[String], fields: &[(String, FieldType)], o: &SstWriteOptions) -> Self {
+    /// A file over `fields` whose rollups at `rollups` (ns, ascending, each a multiple of the
+    /// one before) are computed as runs are appended.
+    pub fn new(
+        tags: &[String],
+        fields: &[(String, FieldType)],
+        o: &SstWriteOptions,
+        rollups: &[i64],
+    ) -> Self {
         Self {
             data: SstWriter::new(tags, fields, o),
             last: Vec::new(),
             series: 0,
             tags: tags.to_vec(),
             fields: fields.to_vec(),
+            rollups: rollups.iter().map(|&r| (r, Vec::new())).collect(),
         }
     }
 
@@ -136,6 +171,16 @@ impl PendingFile {
             return Ok(());
         }
         self.data.append(run)?;
+        // The finest rollup from the rows, each coarser one from the one before it.
+        let mut finer: Option<PartialRun> = None;
+        for (res, parts) in &mut self.rollups {
+            let p = match &finer {
+                None => partial::from_run(run, &self.fields, *res)?,
+                Some(f) => partial::coarsen(f, &self.fields, *res)?,
+            };
+            parts.push(p.clone());
+            finer = Some(p);
+        }
         self.last.push(run.last_per_key());
         self.series += run.keys.len();
         Ok(())

@@ -259,6 +259,8 @@ mod tests {
             purged_seq,
             last_rows: None,
             key_range: None,
+            rollups: Vec::new(),
+            raw_expired: false,
         }
     }
 

@@ -162,6 +162,31 @@ impl ScanPlan {
         to_output(&run, &self.tags, &self.fields, form).map(Some)
     }
 
+    /// Reads region `i`'s rollups at resolution `res` over `[start, end)` (whole buckets,
+    /// within the scan's range): the states of the buckets the files answer exactly, and the
+    /// ranges to read raw rows for ([`ScanPlan::read_run_in`]). States cover the requested
+    /// numeric fields.
+    pub fn read_rollup(
+        &self,
+        i: usize,
+        res: i64,
+        range: (i64, i64),
+    ) -> Result<crate::rollup::read::RollupRead> {
+        let want = crate::rollup::partial::rollup_fields(&self.fields);
+        crate::rollup::read::read_region(&self.reader, &self.regions[i], &want, res, range)
+    }
+
+    /// [`ScanPlan::read_run`] over `[start, end)` (within the scan's range) only.
+    pub fn read_run_in(&self, i: usize, (start, end): (i64, i64)) -> Result<Option<SortedRun>> {
+        let (s, e) = self.time.unwrap_or((i64::MIN, i64::MAX));
+        let time = (start.max(s), end.min(e));
+        if time.0 >= time.1 {
+            return Ok(None);
+        }
+        let run = scan_region(&self.reader, &self.regions[i], &self.fields, Some(time))?;
+        Ok((run.num_rows() > 0).then_some(run))
+    }
+
     /// Reads region `i` as a run (series keys, ranks, time, seq, then the requested fields),
     /// without the tag columns: for callers that work per series. `None` when nothing in it
     /// matches.

@@ -16,6 +16,8 @@ fn file(id: u64) -> FileMeta {
         max_seq: id,
         last_rows: None,
         key_range: None,
+        rollups: Vec::new(),
+        raw_expired: false,
     }
 }
 

@@ -1,0 +1,221 @@
+//! Rollup files: a [`PartialRun`] as Parquet (docs/format/rollup-files.md).
+//!
+//! The file holds the partial run's columns with `__rank` replaced by `__primary_key` (the
+//! series key, dictionary-encoded binary, as in data files), sorted by (`__primary_key`,
+//! `time`). Key-value metadata `tempora.rollup` = [`FORMAT_VERSION`] and
+//! `tempora.resolution_ns` identify it; a reader refuses a file without them, so a data file
+//! or a damaged file is never taken for a rollup.
+
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, BinaryArray, BooleanArray, RecordBatch, UInt32Array};
+use arrow::datatypes::{DataType, Field, Int64Type, Schema};
+use bytes::Bytes;
+use parquet::arrow::ArrowWriter;
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
+use tempora_model::{FieldType, PRIMARY_KEY_COLUMN};
+
+use super::partial::{LEAD, PartialRun, STATS, partial_schema};
+use crate::error::{Result, StorageError};
+
+/// The rollup file format's version, in the file's key-value metadata.
+pub const FORMAT_VERSION: &str = "1";
+const FORMAT_KEY: &str = "tempora.rollup";
+const RESOLUTION_KEY: &str = "tempora.resolution_ns";
+
+fn parquet_err(path: &str, e: parquet::errors::ParquetError) -> StorageError {
+    StorageError::Parquet {
+        path: path.to_string(),
+        source: e,
+    }
+}
+
+/// Encodes `p` (computed at resolution `res`) as a rollup file.
+pub fn encode(p: &PartialRun, res: i64, zstd_level: i32) -> Result<Bytes> {
+    let schema = p.batch.schema();
+    let mut fields: Vec<Field> = vec![Field::new(PRIMARY_KEY_COLUMN, DataType::Binary, false)];
+    fields.extend(schema.fields().iter().skip(1).map(|f| f.as_ref().clone()));
+    let file_schema = Arc::new(Schema::new(fields));
+    let keys: BinaryArray = p
+        .ranks()
+        .iter()
+        .map(|&r| Some(p.keys[r as usize].as_ref()))
+        .collect();
+    let mut cols: Vec<ArrayRef> = vec![Arc::new(keys)];
+    cols.extend(p.batch.columns().iter().skip(1).cloned());
+    let batch = RecordBatch::try_new(file_schema.clone(), cols)?;
+    let level = ZstdLevel::try_new(zstd_level).map_err(|e| parquet_err("<options>", e))?;
+    let props = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(level))
+        .set_key_value_metadata(Some(vec![
+            KeyValue::new(FORMAT_KEY.into(), FORMAT_VERSION.to_string()),
+            KeyValue::new(RESOLUTION_KEY.into(), res.to_string()),
+        ]))
+        .build();
+    let mut out = Vec::new();
+    let mut w = ArrowWriter::try_new(&mut out, file_schema, Some(props))
+        .map_err(|e| parquet_err("<rollup>", e))?;
+    w.write(&batch).map_err(|e| parquet_err("<rollup>", e))?;
+    w.close().map_err(|e| parquet_err("<rollup>", e))?;
+    Ok(Bytes::from(out))
+}
+
+/// What a read of a rollup file keeps.
+#[derive(Debug, Clone, Default)]
+pub struct RollupFilter {
+    /// Buckets whose first instant is in `[start, end)`.
+    pub buckets: Option<(i64, i64)>,
+    /// Sorted series keys to keep; `None` keeps all.
+    pub keys: Option<Arc<Vec<Bytes>>>,
+}
+
+/// Decodes a rollup file written at `res` over the table's `fields`, keeping the statistics
+/// of `want` (numeric fields of the table, in this order) and the rows `filter` keeps. A
+/// field the file lacks (added to the table later) reads as no values.
+pub fn decode(
+    path: &str,
+    data: Bytes,
+    res: i64,
+    want: &[(String, FieldType)],
+    filter: &RollupFilter,
+) -> Result<PartialRun> {
+    let b = ParquetRecordBatchReaderBuilder::try_new(data).map_err(|e| parquet_err(path, e))?;
+    check_header(path, b.metadata().file_metadata().key_value_metadata(), res)?;
+    let file_schema = b.schema().clone();
+    let mut leaves = vec![0, 1, 2, 3, 4];
+    for (name, _) in want {
+        let first = super::partial::stat_column(name, STATS[0]);
+        if let Ok(i) = file_schema.index_of(&first) {
+            leaves.extend(i..i + STATS.len());
+        }
+    }
+    let mask = ProjectionMask::roots(b.parquet_schema(), leaves);
+    let reader = b
+        .with_projection(mask)
+        .with_batch_size(64 * 1024)
+        .build()
+        .map_err(|e| parquet_err(path, e))?;
+    let mut batches = Vec::new();
+    for batch in reader {
+        batches.push(batch?);
+    }
+    let schema = match batches.first() {
+        Some(b) => b.schema(),
+        None => return Ok(empty(want)),
+    };
+    let batch = arrow::compute::concat_batches(&schema, &batches)?;
+    let batch = keep_rows(&batch, filter)?;
+    to_partial(path, &batch, want)
+}
+
+/// The empty partial run over `want`.
+pub fn empty(want: &[(String, FieldType)]) -> PartialRun {
+    PartialRun {
+        keys: Arc::new(Vec::new()),
+        batch: RecordBatch::new_empty(partial_schema(want)),
+    }
+}
+
+fn check_header(path: &str, kv: Option<&Vec<KeyValue>>, res: i64) -> Result<()> {
+    let get = |k: &str| {
+        kv.and_then(|kv| kv.iter().find(|e| e.key == k))
+            .and_then(|e| e.value.clone())
+    };
+    let bad = |reason: String| StorageError::Corrupt {
+        path: path.to_string(),
+        reason,
+    };
+    match get(FORMAT_KEY) {
+        Some(v) if v == FORMAT_VERSION => {}
+        Some(v) => {
+            return Err(bad(format!(
+                "rollup format version {v}, this build reads 1"
+            )));
+        }
+        None => return Err(bad("not a rollup file (no tempora.rollup metadata)".into())),
+    }
+    match get(RESOLUTION_KEY).and_then(|v| v.parse::<i64>().ok()) {
+        Some(r) if r == res => Ok(()),
+        other => Err(bad(format!(
+            "rollup file of resolution {other:?} ns where {res} ns was expected"
+        ))),
+    }
+}
+
+fn keep_rows(batch: &RecordBatch, f: &RollupFilter) -> Result<RecordBatch> {
+    if f.buckets.is_none() && f.keys.is_none() {
+        return Ok(batch.clone());
+    }
+    let keys = batch.column(0).as_binary::<i32>();
+    let buckets = batch.column(1).as_primitive::<Int64Type>().values();
+    let mut last: Option<(&[u8], bool)> = None;
+    let keep: BooleanArray = (0..batch.num_rows())
+        .map(|i| {
+            let in_range = f
+                .buckets
+                .is_none_or(|(s, e)| buckets[i] >= s && buckets[i] < e);
+            if !in_range {
+                return Some(false);
+            }
+            let k = keys.value(i);
+            let kept = match (&f.keys, last) {
+                (None, _) => true,
+                (Some(_), Some((lk, v))) if lk == k => v,
+                (Some(want), _) => want.binary_search_by(|x| x.as_ref().cmp(k)).is_ok(),
+            };
+            last = Some((k, kept));
+            Some(kept)
+        })
+        .collect();
+    Ok(arrow::compute::filter_record_batch(batch, &keep)?)
+}
+
+/// The file's rows (already projected to `want`'s statistics) as a partial run over `want`.
+fn to_partial(path: &str, batch: &RecordBatch, want: &[(String, FieldType)]) -> Result<PartialRun> {
+    let schema = partial_schema(want);
+    let keys_col = batch.column(0).as_binary::<i32>();
+    let mut keys: Vec<Bytes> = Vec::new();
+    let mut ranks = Vec::with_capacity(batch.num_rows());
+    for i in 0..batch.num_rows() {
+        let k = keys_col.value(i);
+        if keys.last().is_none_or(|l| l.as_ref() != k) {
+            if keys.last().is_some_and(|l| l.as_ref() > k) {
+                return Err(StorageError::Corrupt {
+                    path: path.to_string(),
+                    reason: "rollup rows are not sorted by series key".into(),
+                });
+            }
+            keys.push(Bytes::copy_from_slice(k));
+        }
+        ranks.push(keys.len() as u32 - 1);
+    }
+    let mut cols: Vec<ArrayRef> = vec![Arc::new(UInt32Array::from(ranks))];
+    cols.extend(batch.columns()[1..LEAD].iter().cloned());
+    let n = batch.num_rows();
+    for (j, (name, _)) in want.iter().enumerate() {
+        for (s, stat) in STATS.iter().enumerate() {
+            let target = schema.field(LEAD + j * STATS.len() + s);
+            debug_assert_eq!(target.name(), &super::partial::stat_column(name, stat));
+            let col = match batch.schema().index_of(target.name()) {
+                Ok(i) => batch.column(i).clone(),
+                Err(_) if *stat == "count" => Arc::new(arrow::array::UInt64Array::from(vec![0; n])),
+                Err(_) => arrow::array::new_null_array(target.data_type(), n),
+            };
+            if col.data_type() != target.data_type() {
+                return Err(StorageError::Corrupt {
+                    path: path.to_string(),
+                    reason: format!("rollup column {} is {}", target.name(), col.data_type()),
+                });
+            }
+            cols.push(col);
+        }
+    }
+    Ok(PartialRun {
+        keys: Arc::new(keys),
+        batch: RecordBatch::try_new(schema, cols)?,
+    })
+}
