@@ -27,6 +27,8 @@ pub struct QueryOptions {
     pub operators: Option<bool>,
     /// `tempora.last_value_cache`: latest values from the last-value cache.
     pub last_value_cache: Option<bool>,
+    /// `tempora.rollups`: bucketed aggregates from the tables' rollups.
+    pub rollups: Option<bool>,
 }
 
 impl QueryOptions {
@@ -48,6 +50,9 @@ impl QueryOptions {
             }
             Setting::LastValueCache => {
                 self.last_value_cache = v.map(|v| parse_bool(set.setting, v)).transpose()?;
+            }
+            Setting::Rollups => {
+                self.rollups = v.map(|v| parse_bool(set.setting, v)).transpose()?;
             }
         }
         Ok(())

@@ -12,6 +12,9 @@ datafusion::common::extensions_options! {
         pub operators: bool, default = true
         /// Latest-value queries answered from the last-value cache.
         pub last_value_cache: bool, default = true
+        /// Bucketed aggregates answered from the table's rollups where they give the same
+        /// rows (`exec::rollup`); off reads raw rows.
+        pub rollups: bool, default = true
         /// Fewest values (estimated rows × (aggregates + 1)) an aggregate reads for it to be
         /// folded on several threads (`exec::aggregate`).
         pub parallel_min_values: u64, default = crate::exec::aggregate::PARALLEL_MIN_VALUES

@@ -174,8 +174,8 @@ pub struct QueryService {
     runtime: Arc<RuntimeEnv>,
     /// The server-wide pool every query's [`QueryPool`] draws from.
     pool: Arc<dyn MemoryPool>,
-    /// Session states by (database, operators, last-value cache).
-    states: RwLock<HashMap<(String, bool, bool), Arc<SessionState>>>,
+    /// Session states by (database, operators, last-value cache, rollups).
+    states: RwLock<HashMap<(String, crate::cache::Flags), Arc<SessionState>>>,
     contexts: RwLock<HashMap<String, Arc<SessionContext>>>,
     pub(crate) cache: crate::cache::PlanCache,
     /// Called on each new session (the server installs `pg_catalog` here).
@@ -234,6 +234,7 @@ impl QueryService {
             .with_option_extension(TemporaOptions {
                 operators: self.limits.operators,
                 last_value_cache: self.limits.last_value_cache,
+                rollups: true,
                 parallel_min_values: self.limits.parallel_min_values,
             });
         let state = SessionStateBuilder::new()
@@ -274,7 +275,8 @@ impl QueryService {
         let lvc = opts
             .last_value_cache
             .unwrap_or(self.limits.last_value_cache);
-        let key = (db.to_string(), operators, lvc);
+        let rollups = opts.rollups.unwrap_or(true);
+        let key = (db.to_string(), (operators, lvc, rollups));
         if let Some(s) = self.states.read().get(&key) {
             return Ok(s.clone());
         }
@@ -287,6 +289,7 @@ impl QueryService {
             .expect("every session has Tempora's options");
         ext.operators = operators;
         ext.last_value_cache = lvc;
+        ext.rollups = rollups;
         ext.parallel_min_values = self.limits.parallel_min_values;
         let state = Arc::new(state);
         self.states.write().insert(key, state.clone());

@@ -213,6 +213,7 @@ pub fn sqlstate(e: PgWireError) -> PgWireError {
 /// The metadata keys of Tempora's boolean settings.
 const OPERATORS_KEY: &str = "tempora.operators";
 const LVC_KEY: &str = "tempora.last_value_cache";
+const ROLLUPS_KEY: &str = "tempora.rollups";
 
 /// The limits and settings the connection has set.
 pub fn options<C: ClientInfo + ?Sized>(client: &C) -> QueryOptions {
@@ -228,6 +229,7 @@ pub fn options<C: ClientInfo + ?Sized>(client: &C) -> QueryOptions {
         max_rows: None,
         operators: flag(OPERATORS_KEY),
         last_value_cache: flag(LVC_KEY),
+        rollups: flag(ROLLUPS_KEY),
     }
 }
 
@@ -248,4 +250,5 @@ pub fn store_options<C: ClientInfo + ?Sized>(client: &mut C, opts: &QueryOptions
     let flag = |b: Option<bool>| b.map(|b| if b { "on" } else { "off" }.to_string());
     put(OPERATORS_KEY, flag(opts.operators));
     put(LVC_KEY, flag(opts.last_value_cache));
+    put(ROLLUPS_KEY, flag(opts.rollups));
 }

@@ -37,6 +37,14 @@ fn options(p: &HashMap<String, String>, max_rows: usize) -> Result<QueryOptions,
         max_rows: Some(max_rows),
         operators: None,
         last_value_cache: None,
+        rollups: match p.get("rollups") {
+            Some(v) => Some(match v.as_str() {
+                "on" | "true" | "1" => true,
+                "off" | "false" | "0" => false,
+                _ => return Err(bad("rollups", format!("expected on or off, not {v:?}"))),
+            }),
+            None => None,
+        },
     })
 }
 

@@ -4,7 +4,7 @@
 //! Two kinds of entry, in two maps of the same limit:
 //!
 //! - **Plans by normalised statement**. Key: the database, the settings that change plans
-//!   (`tempora.operators`, `tempora.last_value_cache`), and the query normalised
+//!   (`tempora.operators`, `tempora.last_value_cache`, `tempora.rollups`), and the query normalised
 //!   ([`crate::sql::normalize`]): its comparison literals turned into parameters, with their
 //!   kinds. The literals of this run are bound as parameters when it executes, after the
 //!   client's own. Texts that differ only in literals share one entry.
@@ -118,7 +118,7 @@ impl PlanCache {
         self.len() == 0
     }
 
-    fn key(&self, db: &str, flags: (bool, bool), stmt: &Statement) -> Option<Keyed> {
+    fn key(&self, db: &str, flags: Flags, stmt: &Statement) -> Option<Keyed> {
         if self.plans.capacity() == 0 {
             return None;
         }
@@ -135,9 +135,10 @@ impl PlanCache {
                 .join(",")
         });
         let key = format!(
-            "{db}\u{0}{}{}\u{0}{}\u{0}{:?}\u{0}{:?}\u{0}{}",
+            "{db}\u{0}{}{}{}\u{0}{}\u{0}{:?}\u{0}{:?}\u{0}{}",
             u8::from(flags.0),
             u8::from(flags.1),
+            u8::from(flags.2),
             normalized.kinds,
             q.sample_by,
             latest_on,
@@ -203,10 +204,14 @@ impl PlanCache {
     }
 }
 
-fn flags(opts: &QueryOptions, limits: &QueryLimits) -> (bool, bool) {
+/// The settings that change plans: operators, last-value cache, rollups.
+pub(crate) type Flags = (bool, bool, bool);
+
+fn flags(opts: &QueryOptions, limits: &QueryLimits) -> Flags {
     (
         opts.operators.unwrap_or(limits.operators),
         opts.last_value_cache.unwrap_or(limits.last_value_cache),
+        opts.rollups.unwrap_or(true),
     )
 }
 

@@ -72,11 +72,12 @@ impl Doorkeeper {
     }
 }
 
-fn text_key(db: &str, flags: (bool, bool), sql: &str) -> String {
+fn text_key(db: &str, flags: super::Flags, sql: &str) -> String {
     format!(
-        "{db}\u{0}{}{}\u{0}{sql}",
+        "{db}\u{0}{}{}{}\u{0}{sql}",
         u8::from(flags.0),
-        u8::from(flags.1)
+        u8::from(flags.1),
+        u8::from(flags.2)
     )
 }
 

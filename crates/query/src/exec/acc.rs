@@ -12,6 +12,7 @@ use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
 
 use crate::nodes::aggregate::AggFunc;
+use tempora_storage::rollup::partial::PartialRun;
 
 /// One aggregate's running state.
 #[derive(Debug, Clone, Copy)]
@@ -55,6 +56,59 @@ pub(super) fn merge_acc(a: &mut Acc, b: Acc, func: AggFunc) {
         (Acc::U(x), Acc::U(y)) => *x = pick(*x, y, func, u64::wrapping_add, Ord::cmp),
         (Acc::F(x), Acc::F(y)) => *x = pick(*x, y, func, |p, q| p + q, f64::total_cmp),
         (a, b) => unreachable!("merging {b:?} into {a:?}"),
+    }
+}
+
+/// The state of aggregate `func` over field `input` (index among the partial run's fields;
+/// `None`: `count(*)`) of row `i` of a partial run holding `rows` rows.
+pub(super) fn partial_acc(
+    func: AggFunc,
+    input: Option<usize>,
+    p: &PartialRun,
+    i: usize,
+    rows: u64,
+) -> Acc {
+    let Some(f) = input else {
+        return Acc::Count(rows as i64);
+    };
+    let count = p.stat(f, 0).as_primitive::<UInt64Type>().value(i);
+    let stat = match func {
+        AggFunc::Count => return Acc::Count(count as i64),
+        AggFunc::Sum | AggFunc::Avg => p.stat(f, 1),
+        AggFunc::Min => p.stat(f, 2),
+        AggFunc::Max => p.stat(f, 3),
+    };
+    let valid = count > 0 && stat.is_valid(i);
+    match (func, stat.data_type()) {
+        (AggFunc::Avg, DataType::Float64) => Acc::Avg {
+            sum: if valid {
+                stat.as_primitive::<Float64Type>().value(i)
+            } else {
+                0.0
+            },
+            n: count as i64,
+        },
+        (AggFunc::Avg, DataType::Int64) => Acc::Avg {
+            sum: if valid {
+                stat.as_primitive::<Int64Type>().value(i) as f64
+            } else {
+                0.0
+            },
+            n: count as i64,
+        },
+        (AggFunc::Avg, _) => Acc::Avg {
+            sum: if valid {
+                stat.as_primitive::<UInt64Type>().value(i) as f64
+            } else {
+                0.0
+            },
+            n: count as i64,
+        },
+        (_, DataType::Float64) => {
+            Acc::F(valid.then(|| stat.as_primitive::<Float64Type>().value(i)))
+        }
+        (_, DataType::Int64) => Acc::I(valid.then(|| stat.as_primitive::<Int64Type>().value(i))),
+        _ => Acc::U(valid.then(|| stat.as_primitive::<UInt64Type>().value(i))),
     }
 }
 

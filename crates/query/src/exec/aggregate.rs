@@ -45,6 +45,7 @@ use tempora_storage::read::{ScanPlan, ScanRequest, SortedRun};
 
 use super::filter::PhysicalFilter;
 use super::fold::Fold;
+use super::rollup::{RollupPlan, Sinks, fold_region};
 use crate::nodes::aggregate::{AggSpec, Group};
 use crate::rules::time_key::TimeKey;
 use crate::table::TemporaTable;
@@ -66,6 +67,8 @@ pub struct AggregateSpec {
     pub schema: SchemaRef,
     /// The logical node, whose `EXPLAIN` line the operator's is (formatted only when shown).
     pub node: Arc<crate::nodes::aggregate::TemporaAggregate>,
+    /// The rollups it reads, or why none ([`super::rollup`]).
+    pub rollup: RollupPlan,
 }
 
 #[derive(Debug)]
@@ -92,7 +95,8 @@ impl AggregateExec {
 impl DisplayAs for AggregateExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         write!(f, "TemporaAggregateExec: ")?;
-        UserDefinedLogicalNodeCore::fmt_for_explain(&*self.spec.node, f)
+        UserDefinedLogicalNodeCore::fmt_for_explain(&*self.spec.node, f)?;
+        write!(f, ", {}", self.spec.rollup)
     }
 }
 
@@ -494,6 +498,47 @@ fn fold_regions(
         if stop.stopped() {
             return Err(stopped());
         }
+        if let RollupPlan::Use { levels, checked } = &s.rollup
+            && let Some(range) = s.filter.time_range()?
+        {
+            let key = s.groups.iter().find_map(|g| match g {
+                Group::Time { key, .. } => Some(key),
+                Group::Tag(_) => None,
+            });
+            let check = key.filter(|_| *checked);
+            let fold = std::cell::RefCell::new(&mut *fold);
+            let reservation = std::cell::RefCell::new(&mut *reservation);
+            let mut partials = |p: &tempora_storage::rollup::partial::PartialRun| {
+                fold_partials(
+                    s,
+                    inputs,
+                    &mut fold.borrow_mut(),
+                    p,
+                    &mut reservation.borrow_mut(),
+                )
+            };
+            let mut raw = |range: (i64, i64)| {
+                let run = plan
+                    .read_run_in(region, range)
+                    .map_err(|e| DataFusionError::External(Box::new(e)))?;
+                match run {
+                    Some(run) => fold_run(
+                        s,
+                        inputs,
+                        &mut fold.borrow_mut(),
+                        &run,
+                        &mut reservation.borrow_mut(),
+                    ),
+                    None => Ok(()),
+                }
+            };
+            let mut sinks = Sinks {
+                partials: &mut partials,
+                raw: &mut raw,
+            };
+            fold_region(plan, region, levels, check, range, &mut sinks)?;
+            continue;
+        }
         let run = plan
             .read_run(region)
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
@@ -502,6 +547,52 @@ fn fold_regions(
         }
     }
     Ok(())
+}
+
+/// Folds one rollup read's states.
+fn fold_partials(
+    s: &AggregateSpec,
+    inputs: &Inputs,
+    fold: &mut Fold,
+    p: &tempora_storage::rollup::partial::PartialRun,
+    reservation: &mut MemoryReservation,
+) -> Result<()> {
+    reservation.try_resize(p.batch.get_array_memory_size() + fold.bytes())?;
+    let keys = SortedRun {
+        keys: p.keys.clone(),
+        batch: RecordBatch::new_empty(tempora_storage::read::run_schema(&[])),
+    };
+    let tuple_of_rank = tuples(s, inputs, fold, &keys)?;
+    fold.add_partials(p, &tuple_of_rank, &inputs.agg_types)
+        .map_err(|o| DataFusionError::Execution(o.0.to_string()))?;
+    reservation.try_resize(fold.bytes())?;
+    Ok(())
+}
+
+/// The tag tuple id of each series (by rank) of `run`; `None` for series the tag
+/// predicate leaves out.
+fn tuples(
+    s: &AggregateSpec,
+    inputs: &Inputs,
+    fold: &mut Fold,
+    run: &SortedRun,
+) -> Result<Vec<Option<u32>>> {
+    let keep = s.filter.series_mask(run)?;
+    let tags = run
+        .tag_values(&inputs.tags[..inputs.group_tags])
+        .map_err(|e| DataFusionError::External(Box::new(e)))?;
+    Ok((0..run.keys.len())
+        .map(|r| {
+            if keep.as_ref().is_some_and(|k| !k[r]) {
+                return None;
+            }
+            let values = tags
+                .iter()
+                .map(|t| arrow::array::Array::is_valid(t, r).then(|| t.value(r).to_string()))
+                .collect();
+            Some(fold.tuple_id(values))
+        })
+        .collect())
 }
 
 /// Folds one region's run.
@@ -513,22 +604,7 @@ fn fold_run(
     reservation: &mut MemoryReservation,
 ) -> Result<()> {
     reservation.try_resize(run.batch.get_array_memory_size() + fold.bytes())?;
-    let keep = s.filter.series_mask(run)?;
-    let tags = run
-        .tag_values(&inputs.tags[..inputs.group_tags])
-        .map_err(|e| DataFusionError::External(Box::new(e)))?;
-    let tuple_of_rank: Vec<Option<u32>> = (0..run.keys.len())
-        .map(|r| {
-            if keep.as_ref().is_some_and(|k| !k[r]) {
-                return None;
-            }
-            let values = tags
-                .iter()
-                .map(|t| arrow::array::Array::is_valid(t, r).then(|| t.value(r).to_string()))
-                .collect();
-            Some(fold.tuple_id(values))
-        })
-        .collect();
+    let tuple_of_rank = tuples(s, inputs, fold, run)?;
     let fields = run
         .batch
         .project(&(3..run.batch.num_columns()).collect::<Vec<_>>())?;

@@ -95,7 +95,8 @@ pub fn plan<'a>(
                 let plan = |e: &Expr, schema: &datafusion::common::DFSchema| {
                     create_physical_expr(e, schema, props, &ctx)
                 };
-                super::planner::aggregate(a, &plan).map(Some)
+                let rollups = crate::options::of(session.config_options()).rollups;
+                super::planner::aggregate(a, &plan, rollups).map(Some)
             }
             LogicalPlan::TableScan(s) => {
                 let provider = source_as_provider(&s.source)?;

@@ -14,9 +14,10 @@ use std::sync::Arc;
 use arrow::array::{Array, ArrayRef, Float64Array, Int64Array, StringArray, UInt64Array};
 use arrow::datatypes::DataType;
 
-use super::acc::{Acc, fold_segment, merge_acc, start};
+use super::acc::{Acc, fold_segment, merge_acc, partial_acc, start};
 use crate::nodes::aggregate::{AggFunc, AggSpec};
 use crate::rules::time_key::{Overflow, TimeKey};
+use tempora_storage::rollup::partial::PartialRun;
 
 /// An aggregate as the fold runs it: its function and the index of its input column.
 #[derive(Debug, Clone, Copy)]
@@ -185,6 +186,40 @@ impl Fold {
                 fold_segment(acc, agg.func, col, a, b);
             }
             a = b;
+        }
+        Ok(())
+    }
+
+    /// Folds per (series, bucket) states (each bucket's rows share one key: the caller
+    /// checked). `tuple_of_rank` as in [`Fold::add`]; `inputs[i]` of aggregate `i` indexes the
+    /// partial run's fields.
+    pub fn add_partials(
+        &mut self,
+        p: &PartialRun,
+        tuple_of_rank: &[Option<u32>],
+        types: &[Option<DataType>],
+    ) -> Result<(), Overflow> {
+        let (ranks, first, rows) = (p.ranks(), p.first_times(), p.rows());
+        let mut last: Option<((u64, u32), usize)> = None;
+        for i in 0..p.num_rows() {
+            let Some(tuple) = tuple_of_rank[ranks[i] as usize] else {
+                continue;
+            };
+            let key = match &self.time {
+                None => 0,
+                Some(k) => k.key(first[i])?,
+            };
+            let gk = (key, tuple);
+            let g = match last {
+                Some((k, g)) if k == gk => g,
+                _ => self.group(gk, first[i], types),
+            };
+            last = Some((gk, g));
+            let width = self.aggs.len();
+            for (k, agg) in self.aggs.iter().enumerate() {
+                let part = partial_acc(agg.func, agg.input, p, i, rows[i]);
+                merge_acc(&mut self.states[g * width + k], part, agg.func);
+            }
         }
         Ok(())
     }

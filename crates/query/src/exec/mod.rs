@@ -5,7 +5,7 @@
 //! |---|---|
 //! | [`scan::TemporaScanExec`] | a Tempora table's `scan` |
 //! | [`gap_fill::GapFillExec`] | [`crate::nodes::GapFill`] |
-//! | [`aggregate::AggregateExec`] | [`crate::nodes::TemporaAggregate`] (folds with [`fold`], filters with [`filter`]) |
+//! | [`aggregate::AggregateExec`] | [`crate::nodes::TemporaAggregate`] (folds with [`fold`], filters with [`filter`], reads rollups with [`rollup`]) |
 //!
 //! [`replay`] says which physical plans the plan cache may run again.
 
@@ -17,4 +17,5 @@ pub mod fold;
 pub mod gap_fill;
 pub mod planner;
 pub mod replay;
+pub mod rollup;
 pub mod scan;

@@ -57,7 +57,8 @@ impl ExtensionPlanner for TemporaPlanner {
             let plan = |e: &datafusion::logical_expr::Expr, schema: &DFSchema| {
                 planner.create_physical_expr(e, schema, session, ctx)
             };
-            return aggregate(a, &plan).map(Some);
+            let rollups = crate::options::of(session.config_options()).rollups;
+            return aggregate(a, &plan, rollups).map(Some);
         }
         let Some(g) = node.as_any().downcast_ref::<GapFill>() else {
             return Ok(None);
@@ -101,8 +102,21 @@ impl ExtensionPlanner for TemporaPlanner {
 pub fn aggregate(
     a: &TemporaAggregate,
     plan: &super::filter::Planner,
+    rollups: bool,
 ) -> Result<Arc<dyn ExecutionPlan>> {
     let filter = PhysicalFilter::new(&a.table, &a.filter, plan)?;
+    let resolutions = a
+        .table
+        .engine()
+        .table_settings(a.table.name())
+        .map(|(_, e, _)| e.rollups.resolutions())
+        .unwrap_or_default();
+    let rollup = super::rollup::choose(&super::rollup::Query {
+        enabled: rollups,
+        resolutions: &resolutions,
+        key: a.time_group().map(|(_, k)| k),
+        row_fields: filter.row_fields(),
+    });
     let time_expr = match a.time_group() {
         Some((e, _)) => {
             let time = a
@@ -124,5 +138,6 @@ pub fn aggregate(
         newest: a.newest,
         schema: Arc::new(UserDefinedLogicalNodeCore::schema(a).as_arrow().clone()),
         node: Arc::new(a.clone()),
+        rollup,
     })))
 }

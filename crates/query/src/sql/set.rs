@@ -6,6 +6,7 @@
 //! | `tempora.query_memory_limit` | bytes, or `64MB` … (`0`: the server's) | a query's memory, at most the server's |
 //! | `tempora.operators` | `on` / `off` | Tempora's plan operators for the monitoring shapes (off: DataFusion's plain plan, for comparison) |
 //! | `tempora.last_value_cache` | `on` / `off` | latest-value queries answered from the last-value cache |
+//! | `tempora.rollups` | `on` / `off` | bucketed aggregates answered from the table's rollups where they give the same rows |
 //!
 //! `SET x TO v` and `SET x = v` are the same; `RESET x` and `SET x TO DEFAULT` return to the
 //! server's value. Any other `SET` is a PostgreSQL session setting (`DateStyle`, `TimeZone`,
@@ -25,14 +26,16 @@ pub enum Setting {
     QueryMemoryLimit,
     Operators,
     LastValueCache,
+    Rollups,
 }
 
 impl Setting {
-    pub const ALL: [Setting; 4] = [
+    pub const ALL: [Setting; 5] = [
         Setting::StatementTimeout,
         Setting::QueryMemoryLimit,
         Setting::Operators,
         Setting::LastValueCache,
+        Setting::Rollups,
     ];
 
     pub fn name(self) -> &'static str {
@@ -41,6 +44,7 @@ impl Setting {
             Setting::QueryMemoryLimit => "tempora.query_memory_limit",
             Setting::Operators => "tempora.operators",
             Setting::LastValueCache => "tempora.last_value_cache",
+            Setting::Rollups => "tempora.rollups",
         }
     }
 

@@ -2,6 +2,8 @@
 //! must succeed, flushing, and results as text tables.
 #![allow(dead_code)]
 
+pub mod grammar;
+
 use std::sync::Arc;
 
 use arrow::util::pretty::pretty_format_batches;

@@ -17,6 +17,7 @@ use crate::catalog::{Catalog, FileHandle, Region, Table};
 use crate::error::Result;
 use crate::files::manifest::{Edit, FileMeta};
 use crate::maintenance::Output;
+use crate::maintenance::output::PendingFile;
 use crate::maintenance::tombstone;
 use crate::metrics::Metrics;
 use crate::read::run::{SortedRun, merge_runs};
@@ -182,7 +183,9 @@ fn flush_region(
     } else {
         let tags = table.tags();
         let rollups = table.effective().rollups.resolutions();
-        Some(out.put_data_file(region.key, &run, &tags, &fields, purged, &rollups, written)?)
+        let mut file = PendingFile::new(&tags, &fields, &out.sst, &rollups);
+        file.append(&run)?;
+        out.put_pending(region.key, file, purged, written)?
     };
     let id = match &meta {
         Some(m) => m.id,

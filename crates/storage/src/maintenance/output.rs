@@ -29,26 +29,6 @@ pub(crate) struct Output {
 }
 
 impl Output {
-    /// Encodes a run as a data file of region `key`, puts it (adding its path to `written`, so a
-    /// failed commit can delete it) and returns its manifest entry. Flush and compaction share it.
-    /// `purged_seq` is the newest tombstone already applied to the run.
-    pub fn put_data_file(
-        &self,
-        key: RegionKey,
-        run: &SortedRun,
-        tags: &[String],
-        fields: &[(String, FieldType)],
-        purged_seq: u64,
-        rollups: &[i64],
-        written: &mut Vec<String>,
-    ) -> Result<FileMeta> {
-        assert!(run.num_rows() > 0, "a data file holds at least one row");
-        let mut file = PendingFile::new(tags, fields, &self.sst, rollups);
-        file.append(run)?;
-        self.put_pending(key, file, purged_seq, written)
-            .map(|m| m.expect("one run appended"))
-    }
-
     /// Puts a file written run by run, and its newest rows beside it when worth it
     /// ([`worth_last_rows`]); `None` when no row was appended.
     pub fn put_pending(

@@ -47,13 +47,16 @@ fn run_of(rows: &[Row]) -> SortedRun {
     }
 }
 
+/// (time, float, int)
+type Point = (i64, Option<f64>, Option<i64>);
+
 /// (key, bucket) → (first, last, rows, f stats, i stats), each stats (count, sum, min, max,
 /// first, first_time, last, last_time) printed as text.
 type Model = BTreeMap<(u8, i64), (i64, i64, u64, String, String)>;
 
 fn model(rows: &[Row], res: i64) -> Model {
     let run = run_of(rows);
-    let mut by: BTreeMap<(u8, i64), Vec<(i64, Option<f64>, Option<i64>)>> = BTreeMap::new();
+    let mut by: BTreeMap<(u8, i64), Vec<Point>> = BTreeMap::new();
     for i in 0..run.num_rows() {
         let k = run.keys[run.ranks()[i] as usize][0];
         let t = run.times()[i];

@@ -1,0 +1,206 @@
+//! Aggregates answered from rollups: which resolutions an [`AggregateExec`] may read
+//! ([`choose`], a pure function of the query and the table's declaration) and how a region is
+//! read with them ([`fold_region`]).
+//!
+//! A bucketed aggregate can read a rollup when every rollup bucket lies inside one of its
+//! groups and its aggregates decompose: `count`, `sum`, `min`, `max` and `avg` (from sum and
+//! count) of numeric fields, `count(*)`, with no predicate on fields (a predicate on tags
+//! selects whole series, so it stays). Buckets of the query that are multiples of a
+//! resolution from the same origin always hold whole rollup buckets; other monotone
+//! expressions of time (Grafana's `floor(extract(epoch ...)/60)*60`) are checked bucket by
+//! bucket on the rows' first and last times, which every state carries.
+//!
+//! Reading a region over `[lo, hi)` with resolutions `r1 > r2 > ...` ([`fold_region`]):
+//! whole `r1` buckets in the middle come from the `r1` rollup, the ends and every bucket the
+//! storage or the check leaves to raw rows are read the same way at `r2`, and so on; what no
+//! resolution covers is read as raw rows. Every bucket is answered by exactly one source, so
+//! the result is the raw rows' aggregate (float sums to the last bits).
+//!
+//! [`AggregateExec`]: super::aggregate::AggregateExec
+
+use arrow::array::BooleanArray;
+use datafusion::error::{DataFusionError, Result};
+use tempora_storage::ScanPlan;
+use tempora_storage::catalog::settings::format_duration_ns;
+use tempora_storage::rollup::partial::{PartialRun, bucket_of};
+use tempora_storage::rollup::read::{covers, normalize};
+
+use crate::rules::time_key::TimeKey;
+
+/// Which rollups an aggregate reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RollupPlan {
+    /// Resolutions to read, coarsest first (each a multiple of the next); `checked`: each
+    /// bucket's key is checked on its rows' times (expressions other than fixed bins).
+    Use { levels: Vec<i64>, checked: bool },
+    /// Raw rows, and why.
+    Raw(String),
+}
+
+impl std::fmt::Display for RollupPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RollupPlan::Use { levels, checked } => {
+                let names: Vec<String> = levels.iter().map(|&r| format_duration_ns(r)).collect();
+                write!(f, "rollup={}", names.join(">"))?;
+                if *checked {
+                    write!(f, " (each bucket checked)")?;
+                }
+                Ok(())
+            }
+            RollupPlan::Raw(why) => write!(f, "rollup=none ({why})"),
+        }
+    }
+}
+
+/// What [`choose`] looks at.
+pub struct Query<'a> {
+    /// The session's `tempora.rollups`.
+    pub enabled: bool,
+    /// The table's resolutions, finest first.
+    pub resolutions: &'a [i64],
+    pub key: Option<&'a TimeKey>,
+    /// Fields a row predicate reads.
+    pub row_fields: &'a [String],
+}
+
+/// A time around which a monotone expression is tested (2023-11-14).
+const PROBE_NS: i64 = 1_700_000_000_000_000_000;
+/// Buckets tested per resolution.
+const PROBES: i64 = 16;
+
+/// The rollups `q` can read, or why none.
+pub fn choose(q: &Query) -> RollupPlan {
+    if !q.enabled {
+        return RollupPlan::Raw("tempora.rollups is off".into());
+    }
+    if q.resolutions.is_empty() {
+        return RollupPlan::Raw("the table declares no rollups".into());
+    }
+    if let Some(f) = q.row_fields.first() {
+        return RollupPlan::Raw(format!("a predicate on field {f} needs raw rows"));
+    }
+    let fits = |r: i64| match q.key {
+        None => true,
+        Some(TimeKey::Bin { width, origin }) => width % r == 0 && origin.rem_euclid(r) == 0,
+        Some(k) => (0..PROBES).all(|i| {
+            let b = bucket_of(PROBE_NS, r) + i * r;
+            matches!((k.key(b), k.key(b + r - 1_000)), (Ok(x), Ok(y)) if x == y)
+        }),
+    };
+    if q.key.is_some_and(|k| !k.monotone()) {
+        return RollupPlan::Raw("the time group is not monotone in time".into());
+    }
+    let levels: Vec<i64> = q
+        .resolutions
+        .iter()
+        .rev()
+        .copied()
+        .filter(|&r| fits(r))
+        .collect();
+    if levels.is_empty() {
+        let names: Vec<String> = q
+            .resolutions
+            .iter()
+            .map(|&r| format_duration_ns(r))
+            .collect();
+        return RollupPlan::Raw(format!(
+            "its buckets do not hold whole rollup buckets of {} (a multiple from the same origin does)",
+            names.join(", ")
+        ));
+    }
+    let checked = matches!(q.key, Some(TimeKey::Scalar(_)));
+    RollupPlan::Use { levels, checked }
+}
+
+/// Folds what one region holds over `[lo, hi)`: `partials` takes each rollup read's states,
+/// `raw` each raw range.
+pub struct Sinks<'a> {
+    pub partials: &'a mut dyn FnMut(&PartialRun) -> Result<()>,
+    pub raw: &'a mut dyn FnMut((i64, i64)) -> Result<()>,
+}
+
+/// Widest range whose ends rollups are computed for; ranges past it are read raw (their
+/// bucket arithmetic would overflow).
+const LIMIT_NS: i64 = 1 << 62;
+
+/// Reads region `i` of `plan` over `[lo, hi)` at `levels` (coarsest first), as described in
+/// the module header. `key` checks buckets when `checked`.
+pub fn fold_region(
+    plan: &ScanPlan,
+    i: usize,
+    levels: &[i64],
+    check: Option<&TimeKey>,
+    (lo, hi): (i64, i64),
+    sinks: &mut Sinks,
+) -> Result<()> {
+    if lo >= hi {
+        return Ok(());
+    }
+    let Some((&r, finer)) = levels.split_first() else {
+        return (sinks.raw)((lo, hi));
+    };
+    let a = ceil_to(lo.max(-LIMIT_NS), r);
+    let b = bucket_of(hi.min(LIMIT_NS), r);
+    if a >= b {
+        return fold_region(plan, i, finer, check, (lo, hi), sinks);
+    }
+    fold_region(plan, i, finer, check, (lo, a), sinks)?;
+    let read = plan
+        .read_rollup(i, r, (a, b))
+        .map_err(|e| DataFusionError::External(Box::new(e)))?;
+    let mut raw = read.raw;
+    if let Some(run) = read.run {
+        let bad = match check {
+            Some(k) => straddling(&run, k),
+            None => Vec::new(),
+        };
+        let run = if bad.is_empty() {
+            run
+        } else {
+            raw = normalize(
+                raw.into_iter()
+                    .chain(bad.into_iter().map(|b| (b, b + r)))
+                    .collect(),
+            );
+            let keep: BooleanArray = run
+                .buckets()
+                .iter()
+                .map(|&b| Some(!covers(&raw, b)))
+                .collect();
+            run.filter(&keep)
+                .map_err(|e| DataFusionError::External(Box::new(e)))?
+        };
+        if run.num_rows() > 0 {
+            (sinks.partials)(&run)?;
+        }
+    }
+    for range in raw {
+        fold_region(plan, i, finer, check, range, sinks)?;
+    }
+    fold_region(plan, i, finer, check, (b, hi), sinks)
+}
+
+/// Buckets of `run` whose rows' first and last times fall in different groups of `key`.
+fn straddling(run: &PartialRun, key: &TimeKey) -> Vec<i64> {
+    let (first, last, buckets) = (run.first_times(), run.last_times(), run.buckets());
+    let mut out: Vec<i64> = (0..run.num_rows())
+        .filter(|&i| match (key.key(first[i]), key.key(last[i])) {
+            (Ok(x), Ok(y)) => x != y,
+            _ => true,
+        })
+        .map(|i| buckets[i])
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+fn ceil_to(t: i64, r: i64) -> i64 {
+    let b = bucket_of(t, r);
+    if b == t { b } else { b + r }
+}
+
+#[cfg(test)]
+#[path = "rollup_tests.rs"]
+mod tests;
