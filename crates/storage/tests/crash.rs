@@ -4,7 +4,8 @@
 //! for every k, unsynced WAL bytes are dropped, and the engine is reopened on what remains.
 //! Every acknowledged row must be there exactly once, every acknowledged catalog change must
 //! hold, a database drop must be all or nothing, and no manifest entry may point at a missing
-//! file.
+//! file. Tables roll up at 1 minute and 1 hour: at every crash point the rollups a read takes
+//! from files equal the aggregates of the raw rows it reads.
 
 mod common;
 
@@ -13,11 +14,53 @@ use std::sync::Arc;
 
 use common::*;
 use tempora_model::{ColumnKind, FieldType, FieldValue, RowBatchBuilder, TableSchema, Timestamp};
+use tempora_storage::catalog::rollups::RollupList;
 use tempora_storage::catalog::settings::{Setting, StorageSettings};
 use tempora_storage::clock::ManualClock;
 use tempora_storage::files::Manifest;
 use tempora_storage::files::{FaultPlan, FileStore};
-use tempora_storage::{Engine, EngineIo, MemWals};
+use tempora_storage::rollup::partial::from_run;
+use tempora_storage::{Engine, EngineIo, EngineOptions, MemWals, ScanRequest};
+
+/// The tests' options with rollups at 1 minute and 1 hour for every table.
+fn opts() -> EngineOptions {
+    EngineOptions {
+        default_rollups: RollupList::parse("1m,1h").unwrap(),
+        ..small_opts()
+    }
+}
+
+/// The states `cpu`'s rollup reads give equal those computed from its raw rows, for every
+/// bucket they answer (count, sum, min, max of `v`); returns how many states it compared.
+fn check_rollups(e: &Engine, k: u64) -> usize {
+    let Ok(plan) = e.plan_scan("cpu", &ScanRequest::default()) else {
+        return 0;
+    };
+    let mut compared = 0;
+    let fields = vec![("v".to_string(), FieldType::F64)];
+    for res in [60 * SEC, 3600 * SEC] {
+        for i in 0..plan.regions() {
+            let read = plan.read_rollup(i, res, (0, 8 * 24 * 3600 * SEC)).unwrap();
+            let Some(run) = read.run else { continue };
+            let raw = plan.read_run(i).unwrap().expect("rows behind the states");
+            let want = from_run(&raw, &fields, res).unwrap();
+            let at = |p: &tempora_storage::rollup::partial::PartialRun, r: usize| {
+                let key = p.keys[p.ranks()[r] as usize].clone();
+                let stats: Vec<String> = (0..4)
+                    .map(|s| arrow::util::display::array_value_to_string(p.stat(0, s), r).unwrap())
+                    .collect();
+                ((key, p.buckets()[r]), stats)
+            };
+            let want: BTreeMap<_, _> = (0..want.num_rows()).map(|r| at(&want, r)).collect();
+            for r in 0..run.num_rows() {
+                let (key, got) = at(&run, r);
+                assert_eq!(want.get(&key), Some(&got), "k={k}: rollup state of {key:?}");
+                compared += 1;
+            }
+        }
+    }
+    compared
+}
 
 type Rows = BTreeMap<(String, i64), Option<f64>>;
 
@@ -230,7 +273,7 @@ fn check_drop(m: &Manifest, acked: &Acked, k: u64) {
 
 fn check_recovered(w: &World, acked: &Acked, k: u64) {
     w.wals.crash();
-    let e = Engine::open(small_opts(), w.io(None))
+    let e = Engine::open(opts(), w.io(None))
         .unwrap_or_else(|err| panic!("k={k}: reopen failed: {err}"));
     // Retention may or may not have committed before the crash; apply it now, then compare
     // with the acknowledged rows that retention keeps.
@@ -251,6 +294,11 @@ fn check_recovered(w: &World, acked: &Acked, k: u64) {
         );
     }
     check_catalog(&e, acked, k);
+    let compared = check_rollups(&e, k);
+    assert!(
+        k != u64::MAX || compared > 0,
+        "the run without faults reads rollups"
+    );
     drop(e);
     let m = Manifest::open(w.files.clone(), 64).unwrap();
     check_drop(&m, acked, k);
@@ -274,7 +322,7 @@ fn every_crash_point_keeps_acknowledged_rows() {
     // Count the I/O operations of a run without faults.
     let w = World::new();
     let plan = Arc::new(FaultPlan::default());
-    let e = Engine::open(small_opts(), w.io(Some(plan.clone()))).unwrap();
+    let e = Engine::open(opts(), w.io(Some(plan.clone()))).unwrap();
     let acked = scenario(&e, &w.clock);
     drop(e);
     let total = plan.ops();
@@ -284,7 +332,7 @@ fn every_crash_point_keeps_acknowledged_rows() {
         let w = World::new();
         let plan = Arc::new(FaultPlan::default());
         plan.crash_after(k);
-        let acked = match Engine::open(small_opts(), w.io(Some(plan))) {
+        let acked = match Engine::open(opts(), w.io(Some(plan))) {
             Ok(e) => scenario(&e, &w.clock),
             Err(_) => Acked::default(),
         };
