@@ -255,6 +255,13 @@ impl QueryService {
             }),
         );
         ctx.register_udtf(
+            "tempora_rollup",
+            Arc::new(crate::functions::rollup_table::RollupFn {
+                engine: self.dbs.engine().clone(),
+                db: db.to_string(),
+            }),
+        );
+        ctx.register_udtf(
             "tempora_tables",
             Arc::new(crate::functions::tables::TablesFn {
                 engine: self.dbs.engine().clone(),

@@ -234,3 +234,46 @@ async fn explain_names_the_rollup_or_why_not() {
         assert!(out.contains(want), "{sql}\n{out}");
     }
 }
+
+/// `tempora_rollup('cpu', '1h')` gives one row per (series, hour) whose statistics equal the
+/// raw rows' aggregates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rollup_is_queryable_by_name() {
+    let (io, wals) = EngineIo::memory();
+    let (_engine, q) = load(&io.files, &wals).await;
+    let by_name = common::table(
+        &q,
+        "SELECT host, region, dc, time, rows, v_count, v_sum, v_min, v_max, n_count, n_sum FROM tempora_rollup('cpu', '1h') ORDER BY host, region, dc, time",
+    )
+    .await;
+    let raw = common::table(
+        &q,
+        "SET tempora.rollups = off; SELECT host, region, dc, date_trunc('hour', time) AS time, count(*) AS rows, count(v) AS v_count, sum(v) AS v_sum, min(v) AS v_min, max(v) AS v_max, count(n) AS n_count, sum(n) AS n_sum FROM cpu GROUP BY 1, 2, 3, 4 ORDER BY host, region, dc, time",
+    )
+    .await;
+    let lines = |t: &str| {
+        t.lines()
+            .skip(3)
+            .filter(|l| l.starts_with('|'))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let (a, b) = (lines(&by_name), lines(&raw));
+    assert!(a.len() > 100, "{} rows", a.len());
+    assert_eq!(a.len(), b.len());
+    // Float sums may differ in the last bits; compare every other column exactly.
+    for (x, y) in a.iter().zip(&b) {
+        let strip = |l: &str| {
+            // `| host | region | dc | time | rows | v_count | v_sum | ...`
+            let mut c: Vec<String> = l.split('|').map(|s| s.trim().to_string()).collect();
+            c.remove(7);
+            c
+        };
+        assert_eq!(strip(x), strip(y), "\n{x}\n{y}");
+    }
+    let e = q
+        .sql("db", "SELECT * FROM tempora_rollup('cpu', '5m')", 0)
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("declares no rollup of 5m"), "{e}");
+}

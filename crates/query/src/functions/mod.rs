@@ -7,6 +7,7 @@
 //!   BY` (see [`sample_bucket`]).
 //! - `date_trunc(unit, ts)`: DataFusion's, with integer arithmetic for UTC nanoseconds (see
 //!   [`date_trunc`]).
+//! - `tempora_rollup('t', '1h')`: a table's rollup rows (see [`rollup_table`]).
 //! - `increase(v [, ts])`, `rate(v [, ts])`, `delta(v [, ts])`: counters with resets (see
 //!   [`counter`]).
 
@@ -14,6 +15,7 @@ pub mod columns;
 pub mod counter;
 pub mod date_trunc;
 pub mod first_last;
+pub mod rollup_table;
 pub mod sample_bucket;
 pub mod tables;
 pub mod time_bucket;

@@ -2,7 +2,9 @@
 //!
 //! The file holds the partial run's columns with `__rank` replaced by `__primary_key` (the
 //! series key, dictionary-encoded binary, as in data files), sorted by (`__primary_key`,
-//! `time`). Key-value metadata `tempora.rollup` = [`FORMAT_VERSION`] and
+//! `time`). Float columns are stored as data files store them (a decimal, f32 or f64
+//! representation, read back bit for bit; `crate::files::float_codec`), integer columns
+//! delta-encoded. Key-value metadata `tempora.rollup` = [`FORMAT_VERSION`] and
 //! `tempora.resolution_ns` identify it; a reader refuses a file without them, so a data file
 //! or a damaged file is never taken for a rollup.
 
@@ -14,17 +16,22 @@ use bytes::Bytes;
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::basic::{Compression, ZstdLevel};
+use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
+use parquet::schema::types::ColumnPath;
 use tempora_model::{FieldType, PRIMARY_KEY_COLUMN};
 
 use super::partial::{LEAD, PartialRun, STATS, partial_schema};
 use crate::error::{Result, StorageError};
+use crate::files::float_codec;
 
 /// The rollup file format's version, in the file's key-value metadata.
 pub const FORMAT_VERSION: &str = "1";
 const FORMAT_KEY: &str = "tempora.rollup";
+/// Rows per row group: a read for a few series or a short range decodes only the row groups
+/// whose key and bucket statistics it overlaps.
+pub const ROW_GROUP_ROWS: usize = 8 * 1024;
 const RESOLUTION_KEY: &str = "tempora.resolution_ns";
 
 fn parquet_err(path: &str, e: parquet::errors::ParquetError) -> StorageError {
@@ -47,15 +54,46 @@ pub fn encode(p: &PartialRun, res: i64, zstd_level: i32) -> Result<Bytes> {
         .collect();
     let mut cols: Vec<ArrayRef> = vec![Arc::new(keys)];
     cols.extend(p.batch.columns().iter().skip(1).cloned());
-    let batch = RecordBatch::try_new(file_schema.clone(), cols)?;
     let level = ZstdLevel::try_new(zstd_level).map_err(|e| parquet_err("<options>", e))?;
-    let props = WriterProperties::builder()
+    let mut props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(level))
+        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         .set_key_value_metadata(Some(vec![
             KeyValue::new(FORMAT_KEY.into(), FORMAT_VERSION.to_string()),
             KeyValue::new(RESOLUTION_KEY.into(), res.to_string()),
-        ]))
-        .build();
+        ]));
+    // Floats as the data files store them (a decimal, f32 or f64 representation and the
+    // encoding that writes a sample smallest); times delta-encoded.
+    let mut fields: Vec<Field> = Vec::with_capacity(cols.len());
+    for (col, f) in cols.iter_mut().zip(file_schema.fields()) {
+        let path = ColumnPath::from(f.name().as_str());
+        match f.data_type() {
+            DataType::Float64 => {
+                if let Some(c) = float_codec::choose(col, zstd_level) {
+                    *col = float_codec::as_repr(col, c.repr);
+                    let (enc, dict) = c.encoding.parquet();
+                    props = props.set_column_dictionary_enabled(path.clone(), dict);
+                    if let Some(e) = enc {
+                        props = props.set_column_encoding(path, e);
+                    }
+                }
+            }
+            DataType::Int64 => {
+                props = props
+                    .set_column_dictionary_enabled(path.clone(), false)
+                    .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
+            }
+            _ => {}
+        }
+        fields.push(Field::new(
+            f.name(),
+            col.data_type().clone(),
+            f.is_nullable(),
+        ));
+    }
+    let file_schema = Arc::new(Schema::new(fields));
+    let batch = RecordBatch::try_new(file_schema.clone(), cols)?;
+    let props = props.build();
     let mut out = Vec::new();
     let mut w = ArrowWriter::try_new(&mut out, file_schema, Some(props))
         .map_err(|e| parquet_err("<rollup>", e))?;
@@ -94,7 +132,9 @@ pub fn decode(
         }
     }
     let mask = ProjectionMask::roots(b.parquet_schema(), leaves);
+    let groups = row_groups(b.metadata(), filter);
     let reader = b
+        .with_row_groups(groups)
         .with_projection(mask)
         .with_batch_size(64 * 1024)
         .build()
@@ -109,6 +149,19 @@ pub fn decode(
     };
     let batch = arrow::compute::concat_batches(&schema, &batches)?;
     let batch = keep_rows(&batch, filter)?;
+    let cols: Vec<ArrayRef> = batch
+        .columns()
+        .iter()
+        .map(|c| float_codec::decode(c).unwrap_or_else(|| c.clone()))
+        .collect();
+    let fields: Vec<Field> = batch
+        .schema()
+        .fields()
+        .iter()
+        .zip(&cols)
+        .map(|(f, c)| Field::new(f.name(), c.data_type().clone(), f.is_nullable()))
+        .collect();
+    let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)?;
     to_partial(path, &batch, want)
 }
 
@@ -118,6 +171,37 @@ pub fn empty(want: &[(String, FieldType)]) -> PartialRun {
         keys: Arc::new(Vec::new()),
         batch: RecordBatch::new_empty(partial_schema(want)),
     }
+}
+
+/// The row groups whose key and bucket statistics overlap what `f` keeps (all of those
+/// without statistics).
+fn row_groups(meta: &parquet::file::metadata::ParquetMetaData, f: &RollupFilter) -> Vec<usize> {
+    use parquet::file::statistics::Statistics;
+    (0..meta.num_row_groups())
+        .filter(|&i| {
+            let rg = meta.row_group(i);
+            let time_ok = match (f.buckets, rg.column(1).statistics()) {
+                (Some((s, e)), Some(Statistics::Int64(st))) => match (st.min_opt(), st.max_opt()) {
+                    (Some(lo), Some(hi)) => *hi >= s && *lo < e,
+                    _ => true,
+                },
+                _ => true,
+            };
+            let key_ok = match (&f.keys, rg.column(0).statistics()) {
+                (Some(keys), Some(Statistics::ByteArray(st))) => {
+                    match (st.min_bytes_opt(), st.max_bytes_opt()) {
+                        (Some(lo), Some(hi)) => {
+                            let at = keys.partition_point(|k| k.as_ref() < lo);
+                            keys.get(at).is_some_and(|k| k.as_ref() <= hi)
+                        }
+                        _ => true,
+                    }
+                }
+                _ => true,
+            };
+            time_ok && key_ok
+        })
+        .collect()
 }
 
 fn check_header(path: &str, kv: Option<&Vec<KeyValue>>, res: i64) -> Result<()> {
@@ -218,4 +302,111 @@ fn to_partial(path: &str, batch: &RecordBatch, want: &[(String, FieldType)]) -> 
         keys: Arc::new(keys),
         batch: RecordBatch::try_new(schema, cols)?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow::array::{Float64Array, Int64Array, UInt64Array};
+
+    use super::*;
+    use crate::read::run::{SortedRun, run_schema};
+    use crate::rollup::partial::from_run;
+
+    fn fields() -> Vec<(String, FieldType)> {
+        vec![("f".into(), FieldType::F64), ("i".into(), FieldType::I64)]
+    }
+
+    /// Three series, times 0..90 every 10, floats with two decimals and some NULLs.
+    fn partials(res: i64) -> PartialRun {
+        let (mut r, mut t, mut f, mut n) = (vec![], vec![], vec![], vec![]);
+        for k in 0..3u32 {
+            for s in 0..10i64 {
+                r.push(k);
+                t.push(s * 10);
+                f.push((s % 4 != 0).then_some((k as f64) * 1.25 + s as f64 / 100.0));
+                n.push(Some(s * 1000 - k as i64));
+            }
+        }
+        let batch = RecordBatch::try_new(
+            run_schema(&fields()),
+            vec![
+                Arc::new(UInt32Array::from(r)),
+                Arc::new(Int64Array::from(t)),
+                Arc::new(UInt64Array::from(vec![1u64; 30])),
+                Arc::new(Float64Array::from(f)),
+                Arc::new(Int64Array::from(n)),
+            ],
+        )
+        .unwrap();
+        let keys = (0..3u8).map(|k| Bytes::from(vec![b'k', k])).collect();
+        let run = SortedRun {
+            keys: Arc::new(keys),
+            batch,
+        };
+        from_run(&run, &fields(), res).unwrap()
+    }
+
+    #[test]
+    fn files_read_back_bit_for_bit_and_filtered() {
+        let p = partials(30);
+        let data = encode(&p, 30, 3).unwrap();
+        let all = decode("r", data.clone(), 30, &fields(), &RollupFilter::default()).unwrap();
+        assert_eq!(all.batch, p.batch, "every column back as written");
+        assert_eq!(all.keys, p.keys);
+        let keys = Arc::new(vec![Bytes::from(vec![b'k', 1])]);
+        let some = decode(
+            "r",
+            data.clone(),
+            30,
+            &fields()[1..],
+            &RollupFilter {
+                buckets: Some((30, 90)),
+                keys: Some(keys.clone()),
+            },
+        )
+        .unwrap();
+        assert_eq!(some.keys, keys);
+        assert_eq!(some.buckets(), &[30, 60]);
+        assert_eq!(
+            some.batch.num_columns(),
+            LEAD + STATS.len(),
+            "one field's statistics"
+        );
+    }
+
+    #[test]
+    fn wrong_files_are_refused_by_name() {
+        let p = partials(30);
+        let data = encode(&p, 30, 3).unwrap();
+        let f = RollupFilter::default();
+        for (name, bytes, res, words) in [
+            ("another resolution", data.clone(), 60, "resolution"),
+            ("torn", data.slice(..data.len() / 2), 30, "r.x"),
+            (
+                "not parquet",
+                Bytes::from_static(b"hello, world"),
+                30,
+                "r.x",
+            ),
+        ] {
+            let e = decode("r.x", bytes, res, &fields(), &f)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(words) && e.contains("r.x"), "{name}: {e}");
+        }
+        // A Parquet file that is not a rollup file.
+        let mut plain = Vec::new();
+        let b = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![Field::new("x", DataType::Int64, false)])),
+            vec![Arc::new(Int64Array::from(vec![1]))],
+        )
+        .unwrap();
+        let mut w = ArrowWriter::try_new(&mut plain, b.schema(), None).unwrap();
+        w.write(&b).unwrap();
+        w.close().unwrap();
+        let e = decode("r.x", Bytes::from(plain), 30, &fields(), &f)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a rollup file"), "{e}");
+    }
 }
