@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::grammar::{DAY0, HOSTS, Rng, case, outcome, rows, same};
+use common::grammar::{DAY0, HOSTS, Rng, assert_same_rows, case, outcome};
 
 use std::sync::Arc;
 
@@ -126,15 +126,7 @@ async fn operators_give_the_plain_plans_rows() {
                         .collect(),
                 );
                 assert_eq!(fa, fb, "columns differ: {}", ctx());
-                let (ra, rb) = (rows(&a.batches), rows(&b.batches));
-                assert_eq!(ra.len(), rb.len(), "row counts differ: {}", ctx());
-                for (i, (x, y)) in ra.iter().zip(&rb).enumerate() {
-                    assert!(
-                        x.iter().zip(y).all(|(p, q)| same(p, q)),
-                        "row {i} differs: {x:?} vs {y:?}: {}",
-                        ctx()
-                    );
-                }
+                assert_same_rows(&a.batches, &b.batches, &ctx);
                 on_ops += 1;
             }
             (Err(a), Err(b)) => {

@@ -9,7 +9,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::grammar::{DAY0, HOSTS, Rng, case, rows, same};
+use common::grammar::{DAY0, HOSTS, Rng, assert_same_rows, case};
 use tempora_query::catalog::Databases;
 use tempora_query::{QueryLimits, QueryOptions, QueryService};
 use tempora_storage::{Engine, EngineIo, EngineOptions};
@@ -165,15 +165,7 @@ async fn rollups_give_the_raw_rows_answer() {
         let ctx = || format!("case {n}: {}  params {:?}", c.sql, c.params);
         match (a, b) {
             (Ok(a), Ok(b)) => {
-                let (ra, rb) = (rows(&a.batches), rows(&b.batches));
-                assert_eq!(ra.len(), rb.len(), "row counts differ: {}", ctx());
-                for (i, (x, y)) in ra.iter().zip(&rb).enumerate() {
-                    assert!(
-                        x.iter().zip(y).all(|(p, q)| same(p, q)),
-                        "row {i} differs: {x:?} vs {y:?}: {}",
-                        ctx()
-                    );
-                }
+                assert_same_rows(&a.batches, &b.batches, &ctx);
                 compared += 1;
             }
             (Err(a), Err(b)) => assert_eq!(a.sqlstate(), b.sqlstate(), "{}", ctx()),

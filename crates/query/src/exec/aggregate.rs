@@ -45,7 +45,7 @@ use tempora_storage::read::{ScanPlan, ScanRequest, SortedRun};
 
 use super::filter::PhysicalFilter;
 use super::fold::Fold;
-use super::rollup::{RollupPlan, Sinks, fold_region};
+use super::rollup::RollupPlan;
 use crate::nodes::aggregate::{AggSpec, Group};
 use crate::rules::time_key::TimeKey;
 use crate::table::TemporaTable;
@@ -233,11 +233,11 @@ fn run(
 }
 
 /// The columns the scan reads and where each aggregate finds its input.
-struct Inputs {
+pub(super) struct Inputs {
     /// Fields read, in request order (the fold's input columns).
     fields: Vec<String>,
     agg_inputs: Vec<Option<usize>>,
-    agg_types: Vec<Option<DataType>>,
+    pub(super) agg_types: Vec<Option<DataType>>,
     /// Tags grouped by, in group order, then those only the series predicate reads.
     tags: Vec<String>,
     group_tags: usize,
@@ -498,45 +498,7 @@ fn fold_regions(
         if stop.stopped() {
             return Err(stopped());
         }
-        if let RollupPlan::Use { levels, checked } = &s.rollup
-            && let Some(range) = s.filter.time_range()?
-        {
-            let key = s.groups.iter().find_map(|g| match g {
-                Group::Time { key, .. } => Some(key),
-                Group::Tag(_) => None,
-            });
-            let check = key.filter(|_| *checked);
-            let fold = std::cell::RefCell::new(&mut *fold);
-            let reservation = std::cell::RefCell::new(&mut *reservation);
-            let mut partials = |p: &tempora_storage::rollup::partial::PartialRun| {
-                fold_partials(
-                    s,
-                    inputs,
-                    &mut fold.borrow_mut(),
-                    p,
-                    &mut reservation.borrow_mut(),
-                )
-            };
-            let mut raw = |range: (i64, i64)| {
-                let run = plan
-                    .read_run_in(region, range)
-                    .map_err(|e| DataFusionError::External(Box::new(e)))?;
-                match run {
-                    Some(run) => fold_run(
-                        s,
-                        inputs,
-                        &mut fold.borrow_mut(),
-                        &run,
-                        &mut reservation.borrow_mut(),
-                    ),
-                    None => Ok(()),
-                }
-            };
-            let mut sinks = Sinks {
-                partials: &mut partials,
-                raw: &mut raw,
-            };
-            fold_region(plan, region, levels, check, range, &mut sinks)?;
+        if super::rollup::fold_with_rollups(s, inputs, plan, region, fold, reservation)? {
             continue;
         }
         let run = plan
@@ -549,39 +511,21 @@ fn fold_regions(
     Ok(())
 }
 
-/// Folds one rollup read's states.
-fn fold_partials(
+/// The tag tuple id of each series of `keys` (a run's series keys, by rank); `None` for
+/// series the tag predicate leaves out.
+pub(super) fn tuples(
     s: &AggregateSpec,
     inputs: &Inputs,
     fold: &mut Fold,
-    p: &tempora_storage::rollup::partial::PartialRun,
-    reservation: &mut MemoryReservation,
-) -> Result<()> {
-    reservation.try_resize(p.batch.get_array_memory_size() + fold.bytes())?;
-    let keys = SortedRun {
-        keys: p.keys.clone(),
-        batch: RecordBatch::new_empty(tempora_storage::read::run_schema(&[])),
-    };
-    let tuple_of_rank = tuples(s, inputs, fold, &keys)?;
-    fold.add_partials(p, &tuple_of_rank, &inputs.agg_types)
-        .map_err(|o| DataFusionError::Execution(o.0.to_string()))?;
-    reservation.try_resize(fold.bytes())?;
-    Ok(())
-}
-
-/// The tag tuple id of each series (by rank) of `run`; `None` for series the tag
-/// predicate leaves out.
-fn tuples(
-    s: &AggregateSpec,
-    inputs: &Inputs,
-    fold: &mut Fold,
-    run: &SortedRun,
+    keys: &[bytes::Bytes],
 ) -> Result<Vec<Option<u32>>> {
-    let keep = s.filter.series_mask(run)?;
-    let tags = run
-        .tag_values(&inputs.tags[..inputs.group_tags])
-        .map_err(|e| DataFusionError::External(Box::new(e)))?;
-    Ok((0..run.keys.len())
+    let keep = s.filter.series_mask(keys)?;
+    let tags = tempora_storage::read::tag_columns(
+        keys.iter().map(|k| k.as_ref()),
+        &inputs.tags[..inputs.group_tags],
+    )
+    .map_err(|e| DataFusionError::External(Box::new(e)))?;
+    Ok((0..keys.len())
         .map(|r| {
             if keep.as_ref().is_some_and(|k| !k[r]) {
                 return None;
@@ -596,7 +540,7 @@ fn tuples(
 }
 
 /// Folds one region's run.
-fn fold_run(
+pub(super) fn fold_run(
     s: &AggregateSpec,
     inputs: &Inputs,
     fold: &mut Fold,
@@ -604,7 +548,7 @@ fn fold_run(
     reservation: &mut MemoryReservation,
 ) -> Result<()> {
     reservation.try_resize(run.batch.get_array_memory_size() + fold.bytes())?;
-    let tuple_of_rank = tuples(s, inputs, fold, run)?;
+    let tuple_of_rank = tuples(s, inputs, fold, &run.keys)?;
     let fields = run
         .batch
         .project(&(3..run.batch.num_columns()).collect::<Vec<_>>())?;

@@ -14,13 +14,14 @@ use std::sync::Arc;
 use arrow::array::{Array, AsArray, BooleanArray, RecordBatch, RecordBatchOptions};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit, TimestampNanosecondType};
+use bytes::Bytes;
 use datafusion::common::DFSchema;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{Expr, Operator};
 use datafusion::physical_expr::PhysicalExpr;
 use tempora_storage::Matcher;
-use tempora_storage::read::SortedRun;
+use tempora_storage::read::tag_columns;
 
 use crate::nodes::aggregate::ScanFilter;
 use crate::table::TemporaTable;
@@ -144,14 +145,13 @@ impl PhysicalFilter {
         self.rows.as_ref().map_or(&[], |r| &r.1)
     }
 
-    /// Whether each series (by rank) of `run` passes the tag predicate; `None` when every
-    /// series the matcher selected does.
-    pub fn series_mask(&self, run: &SortedRun) -> Result<Option<Vec<bool>>> {
+    /// Whether each series of `keys` (a run's series keys, by rank) passes the tag predicate;
+    /// `None` when every series the matcher selected does.
+    pub fn series_mask(&self, keys: &[Bytes]) -> Result<Option<Vec<bool>>> {
         let Some((pred, tags, schema)) = &self.series else {
             return Ok(None);
         };
-        let values = run
-            .tag_values(tags)
+        let values = tag_columns(keys.iter().map(|k| k.as_ref()), tags)
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
         let cols = values
             .into_iter()
@@ -160,9 +160,9 @@ impl PhysicalFilter {
         let batch = RecordBatch::try_new_with_options(
             schema.clone(),
             cols,
-            &RecordBatchOptions::new().with_row_count(Some(run.keys.len())),
+            &RecordBatchOptions::new().with_row_count(Some(keys.len())),
         )?;
-        let mask = pred.evaluate(&batch)?.into_array(run.keys.len())?;
+        let mask = pred.evaluate(&batch)?.into_array(keys.len())?;
         let mask = mask.as_boolean();
         Ok(Some(
             (0..mask.len())

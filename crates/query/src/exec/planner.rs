@@ -108,8 +108,8 @@ pub fn aggregate(
     let resolutions = a
         .table
         .engine()
-        .table_settings(a.table.name())
-        .map(|(_, e, _)| e.rollups.resolutions())
+        .table_rollups(a.table.name())
+        .map(|r| r.resolutions())
         .unwrap_or_default();
     let rollup = super::rollup::choose(&super::rollup::Query {
         enabled: rollups,

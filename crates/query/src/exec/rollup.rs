@@ -18,13 +18,16 @@
 //!
 //! [`AggregateExec`]: super::aggregate::AggregateExec
 
-use arrow::array::BooleanArray;
 use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::memory_pool::MemoryReservation;
 use tempora_storage::ScanPlan;
 use tempora_storage::catalog::settings::format_duration_ns;
 use tempora_storage::rollup::partial::{PartialRun, bucket_of};
-use tempora_storage::rollup::read::{covers, normalize};
+use tempora_storage::rollup::read::{normalize, outside};
 
+use super::aggregate::{AggregateSpec, Inputs, fold_run, tuples};
+use super::fold::Fold;
+use crate::nodes::aggregate::Group;
 use crate::rules::time_key::TimeKey;
 
 /// Which rollups an aggregate reads.
@@ -113,11 +116,10 @@ pub fn choose(q: &Query) -> RollupPlan {
     RollupPlan::Use { levels, checked }
 }
 
-/// Folds what one region holds over `[lo, hi)`: `partials` takes each rollup read's states,
-/// `raw` each raw range.
-pub struct Sinks<'a> {
-    pub partials: &'a mut dyn FnMut(&PartialRun) -> Result<()>,
-    pub raw: &'a mut dyn FnMut((i64, i64)) -> Result<()>,
+/// What [`fold_region`] hands its caller: a rollup read's states, or a range to read raw.
+pub enum Part<'a> {
+    States(&'a PartialRun),
+    Raw((i64, i64)),
 }
 
 /// Widest range whose ends rollups are computed for; ranges past it are read raw (their
@@ -125,27 +127,28 @@ pub struct Sinks<'a> {
 const LIMIT_NS: i64 = 1 << 62;
 
 /// Reads region `i` of `plan` over `[lo, hi)` at `levels` (coarsest first), as described in
-/// the module header. `key` checks buckets when `checked`.
+/// the module header, handing each rollup read's states and each raw range to `sink`;
+/// `check` (when given) checks each bucket's key on its rows' first and last times.
 pub fn fold_region(
     plan: &ScanPlan,
     i: usize,
     levels: &[i64],
     check: Option<&TimeKey>,
     (lo, hi): (i64, i64),
-    sinks: &mut Sinks,
+    sink: &mut dyn FnMut(Part) -> Result<()>,
 ) -> Result<()> {
     if lo >= hi {
         return Ok(());
     }
     let Some((&r, finer)) = levels.split_first() else {
-        return (sinks.raw)((lo, hi));
+        return sink(Part::Raw((lo, hi)));
     };
     let a = ceil_to(lo.max(-LIMIT_NS), r);
     let b = bucket_of(hi.min(LIMIT_NS), r);
     if a >= b {
-        return fold_region(plan, i, finer, check, (lo, hi), sinks);
+        return fold_region(plan, i, finer, check, (lo, hi), sink);
     }
-    fold_region(plan, i, finer, check, (lo, a), sinks)?;
+    fold_region(plan, i, finer, check, (lo, a), sink)?;
     let read = plan
         .read_rollup(i, r, (a, b))
         .map_err(|e| DataFusionError::External(Box::new(e)))?;
@@ -155,30 +158,22 @@ pub fn fold_region(
             Some(k) => straddling(&run, k),
             None => Vec::new(),
         };
-        let run = if bad.is_empty() {
-            run
-        } else {
+        if !bad.is_empty() {
             raw = normalize(
                 raw.into_iter()
                     .chain(bad.into_iter().map(|b| (b, b + r)))
                     .collect(),
             );
-            let keep: BooleanArray = run
-                .buckets()
-                .iter()
-                .map(|&b| Some(!covers(&raw, b)))
-                .collect();
-            run.filter(&keep)
-                .map_err(|e| DataFusionError::External(Box::new(e)))?
-        };
-        if run.num_rows() > 0 {
-            (sinks.partials)(&run)?;
+        }
+        let run = outside(run, &raw).map_err(|e| DataFusionError::External(Box::new(e)))?;
+        if let Some(run) = run {
+            sink(Part::States(&run))?;
         }
     }
     for range in raw {
-        fold_region(plan, i, finer, check, range, sinks)?;
+        fold_region(plan, i, finer, check, range, sink)?;
     }
-    fold_region(plan, i, finer, check, (b, hi), sinks)
+    fold_region(plan, i, finer, check, (b, hi), sink)
 }
 
 /// Buckets of `run` whose rows' first and last times fall in different groups of `key`.
@@ -199,6 +194,48 @@ fn straddling(run: &PartialRun, key: &TimeKey) -> Vec<i64> {
 fn ceil_to(t: i64, r: i64) -> i64 {
     let b = bucket_of(t, r);
     if b == t { b } else { b + r }
+}
+
+/// Folds region `region` of `plan` through the rollups `s` reads; `false` when it reads none
+/// (or has no time range), and the caller reads the region raw.
+pub(super) fn fold_with_rollups(
+    s: &AggregateSpec,
+    inputs: &Inputs,
+    plan: &ScanPlan,
+    region: usize,
+    fold: &mut Fold,
+    reservation: &mut MemoryReservation,
+) -> Result<bool> {
+    let (RollupPlan::Use { levels, checked }, Some(range)) = (&s.rollup, s.filter.time_range()?)
+    else {
+        return Ok(false);
+    };
+    let key = s.groups.iter().find_map(|g| match g {
+        Group::Time { key, .. } => Some(key),
+        Group::Tag(_) => None,
+    });
+    let check = key.filter(|_| *checked);
+    let mut sink = |part: Part| match part {
+        Part::States(p) => {
+            reservation.try_resize(p.batch.get_array_memory_size() + fold.bytes())?;
+            let tuple_of_rank = tuples(s, inputs, fold, &p.keys)?;
+            fold.add_partials(p, &tuple_of_rank, &inputs.agg_types)
+                .map_err(|o| DataFusionError::Execution(o.0.to_string()))?;
+            reservation.try_resize(fold.bytes())?;
+            Ok(())
+        }
+        Part::Raw(range) => {
+            let run = plan
+                .read_run_in(region, range)
+                .map_err(|e| DataFusionError::External(Box::new(e)))?;
+            match run {
+                Some(run) => fold_run(s, inputs, fold, &run, reservation),
+                None => Ok(()),
+            }
+        }
+    };
+    fold_region(plan, region, levels, check, range, &mut sink)?;
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use datafusion::datasource::MemTable;
 use datafusion::error::DataFusionError;
 use datafusion::logical_expr::Expr;
 use tempora_storage::catalog::settings::parse_duration_ns;
-use tempora_storage::read::arrow_type;
+use tempora_storage::read::{arrow_type, tag_columns};
 use tempora_storage::rollup::partial::{
     LEAD, PartialRun, STATS, bucket_of, from_run, merge, rollup_fields, stat_column,
 };
@@ -72,16 +72,16 @@ fn rollup_table(
     short: &str,
     res: &str,
 ) -> Result<Arc<dyn TableProvider>> {
-    let Some((_, eff, _)) = engine.table_settings(name) else {
+    let Some(rollups) = engine.table_rollups(name) else {
         return plan_err!("tempora_rollup: table {short:?} not found");
     };
-    let declared = eff.rollups.resolutions();
+    let declared = rollups.resolutions();
     let r = parse_duration_ns(res)
         .map_err(|e| DataFusionError::Plan(format!("tempora_rollup: {e}")))?;
     if !declared.contains(&r) {
         return plan_err!(
             "tempora_rollup: table {short:?} declares no rollup of {res} (it declares {})",
-            eff.rollups
+            rollups
         );
     }
     let schema = engine.schema(name).expect("the table exists");
@@ -146,13 +146,9 @@ fn output_schema(tags: &[String], fields: &[(String, tempora_model::FieldType)])
 
 /// A partial run as rows of the output schema: tags from the keys, times as timestamps.
 fn to_rows(p: &PartialRun, tags: &[String], out: &SchemaRef) -> Result<RecordBatch> {
-    let keys = tempora_storage::SortedRun {
-        keys: p.keys.clone(),
-        batch: RecordBatch::new_empty(tempora_storage::read::run_schema(&[])),
-    };
     let ranks = UInt32Array::from(p.ranks().to_vec());
     let mut cols: Vec<ArrayRef> = Vec::new();
-    for values in keys.tag_values(tags).map_err(ext)? {
+    for values in tag_columns(p.keys.iter().map(|k| k.as_ref()), tags).map_err(ext)? {
         cols.push(take(&values, &ranks, None)?);
     }
     let buckets = p

@@ -241,6 +241,20 @@ pub fn same(a: &(String, Option<f64>), b: &(String, Option<f64>)) -> bool {
     }
 }
 
+/// Asserts that two results hold the same rows in the same order (floats by [`same`]);
+/// `ctx` names the case in a failure.
+pub fn assert_same_rows(a: &[RecordBatch], b: &[RecordBatch], ctx: &dyn Fn() -> String) {
+    let (ra, rb) = (rows(a), rows(b));
+    assert_eq!(ra.len(), rb.len(), "row counts differ: {}", ctx());
+    for (i, (x, y)) in ra.iter().zip(&rb).enumerate() {
+        assert!(
+            x.iter().zip(y).all(|(p, q)| same(p, q)),
+            "row {i} differs: {x:?} vs {y:?}: {}",
+            ctx()
+        );
+    }
+}
+
 /// A result as columns and rows, or its error's SQLSTATE.
 pub type Outcome = Result<(Vec<String>, Vec<Vec<String>>), String>;
 

@@ -69,6 +69,12 @@ impl Engine {
         ))
     }
 
+    /// Table `name`'s declared rollups in force (its own, its database's or the server's), as
+    /// a query plans them: without the partition width [`Engine::table_settings`] computes.
+    pub fn table_rollups(&self, name: &str) -> Option<crate::catalog::rollups::RollupList> {
+        Some(self.catalog.find(name)?.effective().rollups)
+    }
+
     /// Table `name`'s partitions, oldest first (empty when there is no such table).
     pub fn partitions(&self, name: &str) -> Vec<Span> {
         self.catalog

@@ -62,12 +62,9 @@ impl Output {
         written.push(path.clone());
         let mut rollups = Vec::with_capacity(file.rollups.len());
         for (res, parts) in file.rollups {
-            let one = partial::merge(parts, &file.fields)?;
-            assert!(
-                one.overlapping.is_empty(),
-                "a file's runs hold distinct series"
-            );
-            let Some(run) = one.run else { continue };
+            let Some(run) = partial::concat(parts)? else {
+                continue;
+            };
             let data = rollup_file::encode(&run, res, self.sst.zstd_level)?;
             let rpath = format!("{}/{id:016x}.r{res}", key.dir());
             let size = data.len() as u64;

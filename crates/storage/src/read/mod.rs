@@ -58,7 +58,7 @@ pub(crate) mod sst_cache;
 use std::sync::Arc;
 
 pub use field_bound::{BoundOp, FieldBound};
-pub use run::{RANK_COLUMN, SortedRun, arrow_type, run_schema};
+pub use run::{RANK_COLUMN, SortedRun, arrow_type, tag_columns};
 pub use scan::{
     ScanPlan, ScanRequest, ScanStats, TagForm, output_schema, output_schema_as, rows_in_range,
 };

@@ -560,6 +560,35 @@ pub fn merge(parts: Vec<PartialRun>, fields: &[(String, FieldType)]) -> Result<M
     })
 }
 
+/// Parts whose keys ascend strictly from one part to the next (a data file's runs, which its
+/// writer also checks) as one run: their rows one after the other, nothing to sort or
+/// combine. `None` when they hold no row.
+pub fn concat(parts: Vec<PartialRun>) -> Result<Option<PartialRun>> {
+    let mut parts: Vec<PartialRun> = parts.into_iter().filter(|p| p.num_rows() > 0).collect();
+    if parts.len() <= 1 {
+        return Ok(parts.pop());
+    }
+    let mut keys: Vec<Bytes> = Vec::new();
+    let mut batches = Vec::with_capacity(parts.len());
+    for p in &parts {
+        assert!(
+            keys.last()
+                .is_none_or(|l| p.keys.first().is_some_and(|f| l < f)),
+            "parts are concatenated in key order"
+        );
+        let offset = keys.len() as u32;
+        keys.extend(p.keys.iter().cloned());
+        let ranks: UInt32Array = p.ranks().iter().map(|&r| r + offset).collect();
+        let mut cols = p.batch.columns().to_vec();
+        cols[0] = Arc::new(ranks);
+        batches.push(RecordBatch::try_new(p.batch.schema(), cols)?);
+    }
+    Ok(Some(PartialRun {
+        keys: Arc::new(keys),
+        batch: concat_batches(&batches[0].schema(), &batches)?,
+    }))
+}
+
 /// The parts as one unsorted run over the union of their keys.
 fn unify(parts: &[PartialRun]) -> Result<PartialRun> {
     let mut keys: Vec<Bytes> = parts.iter().flat_map(|p| p.keys.iter().cloned()).collect();

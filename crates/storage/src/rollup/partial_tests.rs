@@ -261,3 +261,17 @@ proptest! {
         prop_assert_eq!(got, model(&rows, res));
     }
 }
+
+proptest! {
+    /// A run cut between series (as compaction's key slices are) concatenates to the whole.
+    #[test]
+    fn parts_in_key_order_concatenate_to_the_whole(rows in rows_strategy(), cut in 0u8..4, res in 1i64..40) {
+        let (a, b): (Vec<Row>, Vec<Row>) = rows.iter().partition(|r| r.0 < cut);
+        let parts = vec![
+            from_run(&run_of(&a), &fields(), res).unwrap(),
+            from_run(&run_of(&b), &fields(), res).unwrap(),
+        ];
+        let got = concat(parts).unwrap().map(|r| flatten(&r)).unwrap_or_default();
+        prop_assert_eq!(got, model(&rows, res));
+    }
+}

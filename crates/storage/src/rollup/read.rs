@@ -95,19 +95,24 @@ pub(crate) fn read_region(
         dirty(b, b);
     }
     let raw = normalize(raw);
-    let run = match merged.run {
-        Some(run) if !raw.is_empty() => {
-            let keep: BooleanArray = run
-                .buckets()
-                .iter()
-                .map(|&b| Some(!covers(&raw, b)))
-                .collect();
-            let run = run.filter(&keep)?;
-            (run.num_rows() > 0).then_some(run)
-        }
-        other => other,
-    };
+    let run = merged.run.map(|r| outside(r, &raw)).transpose()?.flatten();
     Ok(RollupRead { run, raw, files })
+}
+
+/// The rows of `run` whose bucket none of `ranges` (sorted, disjoint) holds; `None` when no
+/// row is left.
+pub fn outside(run: PartialRun, ranges: &[(i64, i64)]) -> Result<Option<PartialRun>> {
+    let run = if ranges.is_empty() {
+        run
+    } else {
+        let keep: BooleanArray = run
+            .buckets()
+            .iter()
+            .map(|&b| Some(!covers(ranges, b)))
+            .collect();
+        run.filter(&keep)?
+    };
+    Ok((run.num_rows() > 0).then_some(run))
 }
 
 /// The sorted keys of the series the scan selected (`None`: all).
