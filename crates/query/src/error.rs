@@ -45,7 +45,19 @@ fn one_line(e: &datafusion::error::DataFusionError) -> String {
         datafusion::error::DataFusionError::Context(ctx, inner) => {
             format!("{ctx}: {}", one_line(inner))
         }
-        e => e.to_string(),
+        e => match storage_root(e) {
+            Some(s) => format!("storage: {s}"),
+            None => e.to_string(),
+        },
+    }
+}
+
+/// The storage error an operator handed DataFusion (as `External`), if that is the root cause:
+/// it answers with its own status and SQLSTATE, as if the storage call had failed directly.
+fn storage_root(e: &datafusion::error::DataFusionError) -> Option<&tempora_storage::StorageError> {
+    match e.find_root() {
+        datafusion::error::DataFusionError::External(x) => x.downcast_ref(),
+        _ => None,
     }
 }
 
@@ -62,6 +74,9 @@ impl QueryError {
             Self::InvalidDatabase { .. } | Self::Sql(_) | Self::Model(_) | Self::Insert(_) => 400,
             Self::Arrow(_) => 400,
             // DataFusion wraps errors (context, diagnostics): judge by the root cause.
+            Self::DataFusion(e) if storage_root(e).is_some() => {
+                storage_root(e).map_or(500, |s| s.http_status())
+            }
             Self::DataFusion(e) => match e.find_root() {
                 D::SQL(..) | D::Plan(_) | D::SchemaError(..) | D::NotImplemented(_) => 400,
                 D::ResourcesExhausted(_) => 507,
@@ -88,6 +103,9 @@ impl QueryError {
             Self::Model(_) | Self::Insert(_) | Self::Arrow(_) => "22000",
             Self::Timeout(_) => "57014",
             Self::TooManyRows(_) => "54000",
+            Self::DataFusion(e) if storage_root(e).is_some() => {
+                storage_root(e).map_or("XX000", |s| s.sqlstate())
+            }
             Self::DataFusion(e) => match e.find_root() {
                 D::SQL(..) => "42601",
                 D::SchemaError(..) => "42703",
@@ -135,10 +153,28 @@ mod tests {
             ),
             ("memory", D::ResourcesExhausted("pool".into()), 507, "53200"),
             ("internal", D::Internal("bug".into()), 500, "XX000"),
+            (
+                "a storage error an operator handed on",
+                D::External(Box::new(tempora_storage::StorageError::RawExpired {
+                    table: "cpu".into(),
+                    horizon: "2026-10-27 00:00:00 UTC".into(),
+                    what: "this query".into(),
+                }))
+                .context("reading region 3"),
+                422,
+                "0A000",
+            ),
         ] {
             let e = QueryError::DataFusion(e);
             assert_eq!(e.http_status(), status, "{name}");
             assert_eq!(e.sqlstate(), state, "{name}");
+            if name.starts_with("a storage error") {
+                let text = e.to_string();
+                assert!(
+                    text.starts_with("reading region 3: storage: raw rows of cpu"),
+                    "{text}"
+                );
+            }
         }
     }
 }

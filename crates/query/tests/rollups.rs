@@ -16,16 +16,23 @@ use tempora_storage::{Engine, EngineIo, EngineOptions};
 
 const SEC: i64 = 1_000_000_000;
 
+/// Opens the engine; `min_rows`: its `rollup_min_rows_per_state` (0 in the differential
+/// tests, so that every rollup that fits is read, however few rows its states hold).
 fn open(
     files: &tempora_storage::files::store::FileStore,
     wals: &Arc<tempora_storage::MemWals>,
+    min_rows: u32,
 ) -> (Arc<Engine>, QueryService) {
     let io = EngineIo {
         files: files.clone(),
         wals: wals.clone(),
         clock: Arc::new(tempora_storage::clock::SystemClock),
     };
-    let engine = Arc::new(Engine::open(EngineOptions::default(), io).unwrap());
+    let opts = EngineOptions {
+        rollup_min_rows_per_state: min_rows,
+        ..EngineOptions::default()
+    };
+    let engine = Arc::new(Engine::open(opts, io).unwrap());
     let dbs = Arc::new(Databases::open(engine.clone(), None).unwrap());
     if !dbs.exists("db") {
         dbs.create("db").unwrap();
@@ -85,9 +92,10 @@ async fn write(q: &QueryService, stmts: Vec<String>) {
 async fn load(
     files: &tempora_storage::files::store::FileStore,
     wals: &Arc<tempora_storage::MemWals>,
+    min_rows: u32,
 ) -> (Arc<Engine>, QueryService) {
     let mut rng = Rng(0x0011_2233_4455_6677);
-    let (engine, q) = open(files, wals);
+    let (engine, q) = open(files, wals, min_rows);
     write(&q, points(&mut rng, &HOSTS, DAY0, 60, 0.0)).await;
     common::exec(&q, "ALTER TABLE cpu SET (rollups = '1m,1h')").await;
     for k in 0..4 {
@@ -133,7 +141,7 @@ async fn load(
         .unwrap();
     drop(q);
     drop(engine);
-    let (engine, q) = open(files, wals);
+    let (engine, q) = open(files, wals, min_rows);
     write(&q, points(&mut rng, &HOSTS, DAY0 + 86_400 + 60, 900, 0.0)).await;
     write(&q, points(&mut rng, &HOSTS[..2], DAY0 + 3_600, 120, 1.0)).await;
     (engine, q)
@@ -142,7 +150,7 @@ async fn load(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rollups_give_the_raw_rows_answer() {
     let (io, wals) = EngineIo::memory();
-    let (_engine, q) = load(&io.files, &wals).await;
+    let (_engine, q) = load(&io.files, &wals, 0).await;
     let seed: u64 = std::env::var("DIFF_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -185,7 +193,7 @@ async fn rollups_give_the_raw_rows_answer() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn explain_names_the_rollup_or_why_not() {
     let (io, wals) = EngineIo::memory();
-    let (_engine, q) = load(&io.files, &wals).await;
+    let (_engine, q) = load(&io.files, &wals, 0).await;
     for (sql, want) in [
         (
             "SELECT date_trunc('hour', time) AS b, host, avg(v) FROM cpu GROUP BY 1, 2",
@@ -232,7 +240,7 @@ async fn explain_names_the_rollup_or_why_not() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_rollup_is_queryable_by_name() {
     let (io, wals) = EngineIo::memory();
-    let (_engine, q) = load(&io.files, &wals).await;
+    let (_engine, q) = load(&io.files, &wals, 0).await;
     let by_name = common::table(
         &q,
         "SELECT host, region, dc, time, rows, v_count, v_sum, v_min, v_max, n_count, n_sum FROM tempora_rollup('cpu', '1h') ORDER BY host, region, dc, time",
@@ -268,4 +276,39 @@ async fn the_rollup_is_queryable_by_name() {
         .await
         .unwrap_err();
     assert!(e.to_string().contains("declares no rollup of 5m"), "{e}");
+}
+
+/// With the default `rollup_min_rows_per_state` (16), the 1m rollup of 30-second data (2 rows
+/// per state) is not read where raw rows exist, and EXPLAIN says so; the 1h rollup is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollup_of_few_rows_per_state_is_left_to_raw_rows() {
+    let (io, wals) = EngineIo::memory();
+    let (_engine, q) = load(&io.files, &wals, 16).await;
+    for (sql, want) in [
+        (
+            "SELECT date_trunc('hour', time) AS b, host, avg(v) FROM cpu GROUP BY 1, 2 ORDER BY 1, 2",
+            "rollup=1h; 1m not read where raw rows exist (",
+        ),
+        (
+            "SELECT date_bin(INTERVAL '5 minutes', time) AS b, count(*) FROM cpu GROUP BY 1 ORDER BY 1",
+            "rollup=none (1m not read where raw rows exist (",
+        ),
+    ] {
+        let out = common::table(&q, &format!("EXPLAIN {sql}")).await;
+        assert!(out.contains(want), "{sql}\n{out}");
+        assert!(
+            out.contains(" raw rows per state, fewer than 16)"),
+            "{sql}\n{out}"
+        );
+        let mut off = QueryOptions {
+            rollups: Some(false),
+            ..QueryOptions::default()
+        };
+        let a = q
+            .run("db", sql, 0, &mut QueryOptions::default(), vec![])
+            .await
+            .unwrap();
+        let b = q.run("db", sql, 0, &mut off, vec![]).await.unwrap();
+        assert_same_rows(&a.batches, &b.batches, &|| sql.to_string());
+    }
 }

@@ -42,6 +42,11 @@ pub struct Config {
     /// Rollups of tables whose own and database's settings declare none: a list such as
     /// `1m,1h` or `1m:30d,1h:365d` (resolution[:retention]), or `none` (the default).
     pub default_rollups: String,
+    /// Fewest raw rows one rollup state must stand for (measured on the files) for queries to
+    /// read that rollup where raw rows exist; 0 reads every rollup that fits.
+    pub rollup_min_rows_per_state: u32,
+    /// Seconds between runs of retention and compaction.
+    pub maintenance_secs: usize,
     /// The memory the whole process may use: a size (`4GiB`, `512MiB`, bytes) or `auto`
     /// (three quarters of the machine's or the cgroup's memory). Each part below that is not
     /// set gets its share of it (`crate::memory`; `tempora config show` prints them).
@@ -100,6 +105,8 @@ impl Default for Config {
             default_ttl: "forever".into(),
             partition: "auto".into(),
             default_rollups: "none".into(),
+            rollup_min_rows_per_state: tempora_storage::rollup::view::DEFAULT_MIN_ROWS_PER_STATE,
+            maintenance_secs: 60,
             memory_budget: "auto".into(),
             memtable_bytes: None,
             ingest_buffer_bytes: None,
@@ -223,6 +230,17 @@ impl Config {
             "default_ttl" => self.default_ttl = value.into(),
             "partition" => self.partition = value.into(),
             "default_rollups" => self.default_rollups = value.into(),
+            "rollup_min_rows_per_state" => {
+                self.rollup_min_rows_per_state =
+                    u32::try_from(num(value)?).map_err(|_| invalid("at most 4294967295"))?
+            }
+            "maintenance_secs" => {
+                let n = num(value)?;
+                if n == 0 {
+                    return Err(invalid("at least 1 second"));
+                }
+                self.maintenance_secs = n
+            }
             "memory_budget" => {
                 if value != "auto" {
                     size(value)?;

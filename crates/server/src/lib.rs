@@ -72,6 +72,8 @@ fn engine_options(c: &Config) -> Result<EngineOptions, ServerError> {
         .map_err(|(k, v, r)| ServerError::BadRequest(format!("{k} = {v:?}: {r}")))?;
     o.default_ttl_ns = ttl;
     o.default_rollups = c.default_rollups().map_err(ServerError::BadRequest)?;
+    o.rollup_min_rows_per_state = c.rollup_min_rows_per_state;
+    o.maintenance_interval = std::time::Duration::from_secs(c.maintenance_secs as u64);
     if let Some(w) = width {
         o.partition_ns = w;
         o.partition_auto = false;

@@ -29,6 +29,10 @@ pub struct Metrics {
     /// Key slices compactions read one after another (`maintenance::slices`).
     pub compaction_slices: Counter,
     pub files_expired: Counter,
+    /// Microseconds compactions took (wall time of the maintenance thread's jobs, one core).
+    pub compaction_micros: Counter,
+    /// Microseconds flushes and compactions spent computing and encoding rollups.
+    pub rollup_micros: Counter,
     pub write_stalls: Counter,
     pub rows_replayed: Counter,
 }
@@ -66,6 +70,16 @@ impl Metrics {
                 "tempora_compaction_slices_total",
                 "Key slices compactions read one after another to stay within their memory.",
                 self.compaction_slices.get(),
+            ),
+            (
+                "tempora_compaction_microseconds_total",
+                "Time compactions took (one maintenance thread).",
+                self.compaction_micros.get(),
+            ),
+            (
+                "tempora_rollup_microseconds_total",
+                "Time flushes and compactions spent computing and encoding rollups.",
+                self.rollup_micros.get(),
             ),
             (
                 "tempora_files_expired_total",

@@ -27,6 +27,9 @@ pub struct EngineOptions {
     pub default_ttl_ns: Option<i64>,
     /// Rollups of tables whose own and database's settings declare none.
     pub default_rollups: crate::catalog::rollups::RollupList,
+    /// Fewest raw rows per state at which a query reads a rollup where raw rows exist
+    /// (`crate::rollup::view`; 0 reads every rollup that fits).
+    pub rollup_min_rows_per_state: u32,
     /// WAL durability.
     pub wal_sync: SyncPolicy,
     /// WAL segment size in bytes.
@@ -96,6 +99,7 @@ impl Default for EngineOptions {
             buckets_auto: true,
             default_ttl_ns: None,
             default_rollups: crate::catalog::rollups::RollupList::NONE,
+            rollup_min_rows_per_state: crate::rollup::view::DEFAULT_MIN_ROWS_PER_STATE,
             wal_sync: SyncPolicy::Sync,
             wal_segment_bytes: 64 << 20,
             flush_threshold_bytes: 512 << 20,

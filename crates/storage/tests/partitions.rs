@@ -191,3 +191,167 @@ fn retention_of_a_table_and_of_its_database_expire_at_the_deadline() {
     e.set_database_settings("d", ttl("2d")).unwrap();
     assert_eq!(e.table_settings("d.short").unwrap().1.ttl_ns, Some(HOUR));
 }
+
+/// The states of every region's rollup at `res` over `range`, by (series key, bucket).
+fn rollup_states(e: &Engine, res: i64, range: (i64, i64)) -> Vec<arrow::array::RecordBatch> {
+    let req = tempora_storage::ScanRequest {
+        time: Some(range),
+        ..Default::default()
+    };
+    let plan = e.plan_scan("cpu", &req).unwrap();
+    (0..plan.regions())
+        .filter_map(|i| {
+            let read = plan.read_rollup(i, res, range).unwrap();
+            assert!(read.raw.is_empty(), "region {i}: buckets left to raw rows");
+            read.run.map(|r| r.batch)
+        })
+        .collect()
+}
+
+/// Paths under `data/` ending in `suffix`.
+fn stored(io: &EngineIo, suffix: &str) -> usize {
+    let files = io.files.list("data").unwrap();
+    files.iter().filter(|(p, _)| p.ends_with(suffix)).count()
+}
+
+#[test]
+fn rollups_outlive_the_raw_rows_each_to_its_own_ttl() {
+    const MIN: i64 = 60 * SEC;
+    let clock = ManualClock::new(0);
+    let (mut io, _) = EngineIo::memory();
+    io.clock = clock.clone();
+    let mut opts = auto_opts();
+    opts.partition_ns = HOUR;
+    opts.partition_auto = false;
+    let e = Engine::open(opts.clone(), io.clone()).unwrap();
+    let settings = StorageSettings {
+        rollups: Some(tempora_storage::catalog::rollups::RollupList::parse("1m:2d,1h:5d").unwrap()),
+        ..ttl("1d")
+    };
+    e.create_table_with(
+        "cpu",
+        tempora_model::TableSchema::new("cpu"),
+        false,
+        settings,
+    )
+    .unwrap();
+    let now = 10 * DAY;
+    clock.set(now);
+    // Four hours of two hosts every 10 s, ending 2 h before now.
+    let range = (now - 6 * HOUR, now - 2 * HOUR);
+    let rows = (range.0..range.1)
+        .step_by(10 * SEC as usize)
+        .flat_map(|t| ["a", "b"].map(|h| (h.to_string(), t, (t / SEC % 97) as f64)));
+    assert!(put(&e, "cpu", rows).is_empty());
+    e.flush().unwrap();
+    let hours = rollup_states(&e, HOUR, range);
+    let minutes = rollup_states(&e, MIN, range);
+    assert_eq!(hours.iter().map(|b| b.num_rows()).sum::<usize>(), 8);
+    assert_eq!(minutes.iter().map(|b| b.num_rows()).sum::<usize>(), 480);
+    let (data, r1m, r1h) = (".parquet", ".r60000000000", ".r3600000000000");
+    assert_eq!(
+        (stored(&io, data), stored(&io, r1m), stored(&io, r1h)),
+        (4, 4, 4)
+    );
+    assert_eq!(e.rollup_view("cpu").unwrap().raw_expired_until, None);
+
+    // A day later the raw rows expire; both rollups remain.
+    clock.set(now + DAY);
+    assert_eq!(e.enforce_retention().unwrap(), 0, "no region is dropped");
+    assert!(read_table(&e, "cpu").is_empty(), "no raw row is read");
+    assert_eq!(
+        (stored(&io, data), stored(&io, r1m), stored(&io, r1h)),
+        (0, 4, 4)
+    );
+    assert_eq!(rollup_states(&e, HOUR, range), hours);
+    assert_eq!(rollup_states(&e, MIN, range), minutes);
+    assert_eq!(
+        e.rollup_view("cpu").unwrap().raw_expired_until,
+        Some(now - 2 * HOUR)
+    );
+    let req = tempora_storage::ScanRequest {
+        time: Some(range),
+        ..Default::default()
+    };
+    let plan = e.plan_scan("cpu", &req).unwrap();
+    let err = plan.read_run(0).unwrap_err();
+    assert_eq!(err.sqlstate(), "0A000", "{err}");
+    assert!(
+        err.to_string().contains("raw rows of cpu before")
+            && err.to_string().contains("this query needs raw rows"),
+        "{err}"
+    );
+    drop(plan);
+    // A second run changes nothing; a restart keeps it.
+    assert_eq!(e.enforce_retention().unwrap(), 0);
+    drop(e);
+    let e = Engine::open(opts.clone(), io.clone()).unwrap();
+    assert_eq!(rollup_states(&e, HOUR, range), hours, "after a restart");
+    assert_eq!(rollup_states(&e, MIN, range), minutes, "after a restart");
+
+    // Past the 1m rollup's 2 days only the 1h rollup is left.
+    clock.set(now + 2 * DAY);
+    assert_eq!(e.enforce_retention().unwrap(), 0);
+    assert_eq!(
+        (stored(&io, data), stored(&io, r1m), stored(&io, r1h)),
+        (0, 0, 4)
+    );
+    assert_eq!(rollup_states(&e, HOUR, range), hours);
+    // Past the 1h rollup's 5 days the regions go.
+    clock.set(now + 5 * DAY);
+    assert_eq!(e.enforce_retention().unwrap(), 4);
+    assert_eq!(
+        (stored(&io, data), stored(&io, r1m), stored(&io, r1h)),
+        (0, 0, 0)
+    );
+    drop(e);
+    let e = Engine::open(opts, io.clone()).unwrap();
+    assert_eq!(e.rollup_view("cpu").unwrap().raw_expired_until, None);
+    let left: Vec<String> = io
+        .files
+        .list("data")
+        .unwrap()
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    assert_eq!(
+        left,
+        Vec::<String>::new(),
+        "the dropped regions' index files swept"
+    );
+}
+
+#[test]
+fn a_rollup_ttl_shorter_than_the_raw_rows_drops_only_that_rollup() {
+    let clock = ManualClock::new(0);
+    let (mut io, _) = EngineIo::memory();
+    io.clock = clock.clone();
+    let mut opts = auto_opts();
+    opts.partition_ns = HOUR;
+    opts.partition_auto = false;
+    let e = Engine::open(opts, io.clone()).unwrap();
+    let settings = StorageSettings {
+        rollups: Some(tempora_storage::catalog::rollups::RollupList::parse("1m:1h,1h").unwrap()),
+        ..ttl("forever")
+    };
+    e.create_table_with(
+        "cpu",
+        tempora_model::TableSchema::new("cpu"),
+        false,
+        settings,
+    )
+    .unwrap();
+    let now = 10 * DAY;
+    clock.set(now);
+    let rows = (0..360).map(|i| ("a".to_string(), now - 3 * HOUR + i * 10 * SEC, i as f64));
+    assert!(put(&e, "cpu", rows).is_empty());
+    e.flush().unwrap();
+    let before = read_table(&e, "cpu");
+    assert_eq!(stored(&io, ".r60000000000"), 1);
+    clock.set(now + 2 * HOUR);
+    assert_eq!(e.enforce_retention().unwrap(), 0);
+    assert_eq!(stored(&io, ".r60000000000"), 0, "the 1m rollup expired");
+    assert_eq!(stored(&io, ".r3600000000000"), 1);
+    assert_eq!(stored(&io, ".parquet"), 1);
+    assert_eq!(read_table(&e, "cpu"), before, "raw rows stay");
+}

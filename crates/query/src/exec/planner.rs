@@ -105,17 +105,18 @@ pub fn aggregate(
     rollups: bool,
 ) -> Result<Arc<dyn ExecutionPlan>> {
     let filter = PhysicalFilter::new(&a.table, &a.filter, plan)?;
-    let resolutions = a
+    let view = a
         .table
         .engine()
-        .table_rollups(a.table.name())
-        .map(|r| r.resolutions())
-        .unwrap_or_default();
+        .rollup_view(a.table.name())
+        .ok_or_else(|| DataFusionError::Plan(format!("no table {}", a.table.name())))?;
+    let start = filter.time_range()?.map_or(i64::MIN, |r| r.0);
     let rollup = super::rollup::choose(&super::rollup::Query {
         enabled: rollups,
-        resolutions: &resolutions,
+        view: &view,
         key: a.time_group().map(|(_, k)| k),
         row_fields: filter.row_fields(),
+        start,
     });
     let time_expr = match a.time_group() {
         Some((e, _)) => {

@@ -24,6 +24,7 @@ use tempora_storage::ScanPlan;
 use tempora_storage::catalog::settings::format_duration_ns;
 use tempora_storage::rollup::partial::{PartialRun, bucket_of};
 use tempora_storage::rollup::read::{normalize, outside};
+use tempora_storage::rollup::view::RollupView;
 
 use super::aggregate::{AggregateSpec, Inputs, fold_run, tuples};
 use super::fold::Fold;
@@ -31,23 +32,46 @@ use crate::nodes::aggregate::Group;
 use crate::rules::time_key::TimeKey;
 
 /// Which rollups an aggregate reads.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum RollupPlan {
-    /// Resolutions to read, coarsest first (each a multiple of the next); `checked`: each
-    /// bucket's key is checked on its rows' times (expressions other than fixed bins).
-    Use { levels: Vec<i64>, checked: bool },
+    /// `levels`: resolutions read where raw rows exist, coarsest first (each a multiple of
+    /// the next); `sparse`: resolutions that fit but hold too few raw rows per state to beat
+    /// them, read only where raw rows expired; `checked`: each bucket's key is checked on its
+    /// rows' times (expressions other than fixed bins); `notes` for EXPLAIN.
+    Use {
+        levels: Vec<i64>,
+        sparse: Vec<i64>,
+        checked: bool,
+        notes: Vec<String>,
+    },
     /// Raw rows, and why.
     Raw(String),
+}
+
+fn names(levels: &[i64], sep: &str) -> String {
+    let n: Vec<String> = levels.iter().map(|&r| format_duration_ns(r)).collect();
+    n.join(sep)
 }
 
 impl std::fmt::Display for RollupPlan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            RollupPlan::Use { levels, checked } => {
-                let names: Vec<String> = levels.iter().map(|&r| format_duration_ns(r)).collect();
-                write!(f, "rollup={}", names.join(">"))?;
+            RollupPlan::Use {
+                levels,
+                checked,
+                notes,
+                ..
+            } => {
+                if levels.is_empty() {
+                    write!(f, "rollup=none")?;
+                } else {
+                    write!(f, "rollup={}", names(levels, ">"))?;
+                }
                 if *checked {
                     write!(f, " (each bucket checked)")?;
+                }
+                for n in notes {
+                    write!(f, "; {n}")?;
                 }
                 Ok(())
             }
@@ -60,11 +84,13 @@ impl std::fmt::Display for RollupPlan {
 pub struct Query<'a> {
     /// The session's `tempora.rollups`.
     pub enabled: bool,
-    /// The table's resolutions, finest first.
-    pub resolutions: &'a [i64],
+    /// The table's rollups: resolutions, raw rows per state, where raw rows expired.
+    pub view: &'a RollupView,
     pub key: Option<&'a TimeKey>,
     /// Fields a row predicate reads.
     pub row_fields: &'a [String],
+    /// Start of the query's time range (`i64::MIN`: unbounded).
+    pub start: i64,
 }
 
 /// A time around which a monotone expression is tested (2023-11-14).
@@ -74,10 +100,11 @@ const PROBES: i64 = 16;
 
 /// The rollups `q` can read, or why none.
 pub fn choose(q: &Query) -> RollupPlan {
+    let v = q.view;
     if !q.enabled {
         return RollupPlan::Raw("tempora.rollups is off".into());
     }
-    if q.resolutions.is_empty() {
+    if v.resolutions.is_empty() {
         return RollupPlan::Raw("the table declares no rollups".into());
     }
     if let Some(f) = q.row_fields.first() {
@@ -94,26 +121,62 @@ pub fn choose(q: &Query) -> RollupPlan {
     if q.key.is_some_and(|k| !k.monotone()) {
         return RollupPlan::Raw("the time group is not monotone in time".into());
     }
-    let levels: Vec<i64> = q
-        .resolutions
-        .iter()
+    let fitting: Vec<usize> = (0..v.resolutions.len())
         .rev()
-        .copied()
-        .filter(|&r| fits(r))
+        .filter(|&i| fits(v.resolutions[i]))
         .collect();
-    if levels.is_empty() {
-        let names: Vec<String> = q
-            .resolutions
-            .iter()
-            .map(|&r| format_duration_ns(r))
-            .collect();
+    if fitting.is_empty() {
         return RollupPlan::Raw(format!(
             "its buckets do not hold whole rollup buckets of {} (a multiple from the same origin does)",
-            names.join(", ")
+            names(&v.resolutions, ", ")
         ));
     }
+    let (dense, thin): (Vec<usize>, Vec<usize>) =
+        fitting.into_iter().partition(|&i| v.worth_reading(i));
+    let levels: Vec<i64> = dense.iter().map(|&i| v.resolutions[i]).collect();
+    let sparse: Vec<i64> = thin.iter().map(|&i| v.resolutions[i]).collect();
+    let mut notes: Vec<String> = thin
+        .iter()
+        .map(|&i| {
+            format!(
+                "{} not read where raw rows exist ({:.1} raw rows per state, fewer than {})",
+                format_duration_ns(v.resolutions[i]),
+                v.rows_per_state(i).unwrap_or(0.0),
+                v.min_rows_per_state
+            )
+        })
+        .collect();
+    let expired = v.raw_expired_until.filter(|&u| q.start < u);
+    if levels.is_empty() && expired.is_none() {
+        return RollupPlan::Raw(notes.join("; "));
+    }
+    if let Some(u) = expired {
+        let horizon = arrow::temporal_conversions::timestamp_ns_to_datetime(u)
+            .map_or_else(|| format!("{u} ns"), |t| format!("{t} UTC"));
+        let mut left: Vec<i64> = levels
+            .iter()
+            .chain(&sparse)
+            .copied()
+            .filter(|r| v.expired_resolutions.contains(r))
+            .collect();
+        left.sort_unstable_by(|a, b| b.cmp(a));
+        notes.push(match left.is_empty() {
+            true => format!(
+                "raw rows before {horizon} expired and no rollup left there holds these buckets: a query over that range fails"
+            ),
+            false => format!(
+                "raw rows before {horizon} expired: buckets there from rollups {} only, a bucket counted when it starts in the range",
+                names(&left, ", ")
+            ),
+        });
+    }
     let checked = matches!(q.key, Some(TimeKey::Scalar(_)));
-    RollupPlan::Use { levels, checked }
+    RollupPlan::Use {
+        levels,
+        sparse,
+        checked,
+        notes,
+    }
 }
 
 /// What [`fold_region`] hands its caller: a rollup read's states, or a range to read raw.
@@ -206,9 +269,26 @@ pub(super) fn fold_with_rollups(
     fold: &mut Fold,
     reservation: &mut MemoryReservation,
 ) -> Result<bool> {
-    let (RollupPlan::Use { levels, checked }, Some(range)) = (&s.rollup, s.filter.time_range()?)
+    let (
+        RollupPlan::Use {
+            levels,
+            sparse,
+            checked,
+            ..
+        },
+        Some(range),
+    ) = (&s.rollup, s.filter.time_range()?)
     else {
         return Ok(false);
+    };
+    let expired = plan.raw_expired(region);
+    if levels.is_empty() && !expired {
+        return Ok(false);
+    }
+    let (levels, range) = if expired {
+        expired_levels(plan, region, levels, sparse, range)?
+    } else {
+        (levels.clone(), range)
     };
     let key = s.groups.iter().find_map(|g| match g {
         Group::Time { key, .. } => Some(key),
@@ -234,8 +314,37 @@ pub(super) fn fold_with_rollups(
             }
         }
     };
-    fold_region(plan, region, levels, check, range, &mut sink)?;
+    fold_region(plan, region, &levels, check, range, &mut sink)?;
     Ok(true)
+}
+
+/// The levels and range a region whose raw rows expired is read with: every fitting
+/// resolution it still has (coarsest first), and the range's ends rounded up to whole
+/// buckets of the finest (a bucket counts when it starts in the range), since no raw rows
+/// are left to answer a partial one.
+fn expired_levels(
+    plan: &ScanPlan,
+    region: usize,
+    levels: &[i64],
+    sparse: &[i64],
+    (lo, hi): (i64, i64),
+) -> Result<(Vec<i64>, (i64, i64))> {
+    let left = plan.rollups_left(region);
+    let mut lv: Vec<i64> = levels
+        .iter()
+        .chain(sparse)
+        .copied()
+        .filter(|r| left.contains(r))
+        .collect();
+    lv.sort_unstable_by(|a, b| b.cmp(a));
+    let Some(&finest) = lv.last() else {
+        let what = "an aggregate whose buckets no remaining rollup holds";
+        return Err(DataFusionError::External(Box::new(
+            plan.raw_expired_error(region, what),
+        )));
+    };
+    let snap = |t: i64| ceil_to(t.clamp(-LIMIT_NS, LIMIT_NS), finest);
+    Ok((lv, (snap(lo), snap(hi))))
 }
 
 #[cfg(test)]

@@ -31,7 +31,12 @@ fn which_rollups_a_query_reads() {
         Value::I(-1, Num::I64),
     )));
     let usage = ["usage_user".to_string()];
-    let use_ = |levels: Vec<i64>, checked| RollupPlan::Use { levels, checked };
+    let use_ = |levels: Vec<i64>, checked| RollupPlan::Use {
+        levels,
+        sparse: vec![],
+        checked,
+        notes: vec![],
+    };
     type Case<'a> = (
         &'a str,
         bool,
@@ -92,11 +97,132 @@ fn which_rollups_a_query_reads() {
         ),
     ];
     for (name, enabled, resolutions, key, row_fields, want) in cases {
+        let view = RollupView {
+            resolutions: resolutions.to_vec(),
+            counts: vec![(0, 0); resolutions.len()],
+            raw_expired_until: None,
+            expired_resolutions: vec![],
+            min_rows_per_state: 16,
+        };
         let got = choose(&Query {
             enabled,
-            resolutions,
+            view: &view,
             key: key.as_ref(),
             row_fields,
+            start: i64::MIN,
+        });
+        assert_eq!(got, want, "{name}");
+    }
+}
+
+#[test]
+fn sparse_rollups_are_read_only_where_raw_rows_expired() {
+    // 10-second data: 6 raw rows per 1m state, 360 per 1h state.
+    let view = |expired| RollupView {
+        resolutions: vec![MIN, HOUR],
+        counts: vec![(36_000, 6_000), (36_000, 100)],
+        raw_expired_until: expired,
+        expired_resolutions: vec![MIN, HOUR],
+        min_rows_per_state: 16,
+    };
+    let thin = "1m not read where raw rows exist (6.0 raw rows per state, fewer than 16)";
+    let gone = "raw rows before 1970-01-01 00:00:01 UTC expired: buckets there from rollups 1m only, a bucket counted when it starts in the range";
+    let gone_both = "raw rows before 1970-01-01 00:00:01 UTC expired: buckets there from rollups 1h, 1m only, a bucket counted when it starts in the range";
+    let cases: Vec<(&str, Option<i64>, i64, TimeKey, RollupPlan)> = vec![
+        (
+            "hours: 1h only",
+            None,
+            0,
+            TimeKey::Bin {
+                width: HOUR,
+                origin: 0,
+            },
+            RollupPlan::Use {
+                levels: vec![HOUR],
+                sparse: vec![MIN],
+                checked: false,
+                notes: vec![thin.into()],
+            },
+        ),
+        (
+            "minutes: raw rows",
+            None,
+            0,
+            TimeKey::Bin {
+                width: MIN,
+                origin: 0,
+            },
+            RollupPlan::Raw(thin.into()),
+        ),
+        (
+            "minutes over expired raw rows: the 1m rollup there",
+            Some(S),
+            0,
+            TimeKey::Bin {
+                width: MIN,
+                origin: 0,
+            },
+            RollupPlan::Use {
+                levels: vec![],
+                sparse: vec![MIN],
+                checked: false,
+                notes: vec![thin.into(), gone.into()],
+            },
+        ),
+        (
+            "hours over expired raw rows",
+            Some(S),
+            0,
+            TimeKey::Bin {
+                width: HOUR,
+                origin: 0,
+            },
+            RollupPlan::Use {
+                levels: vec![HOUR],
+                sparse: vec![MIN],
+                checked: false,
+                notes: vec![thin.into(), gone_both.into()],
+            },
+        ),
+        (
+            "a range starting after the expiry says nothing of it",
+            Some(S),
+            S,
+            TimeKey::Bin {
+                width: MIN,
+                origin: 0,
+            },
+            RollupPlan::Raw(thin.into()),
+        ),
+    ];
+    // Only the 1h rollup outlived the raw rows: minute buckets there cannot be answered.
+    let mut hours_left = view(Some(S));
+    hours_left.expired_resolutions = vec![HOUR];
+    let got = choose(&Query {
+        enabled: true,
+        view: &hours_left,
+        key: Some(&TimeKey::Bin {
+            width: MIN,
+            origin: 0,
+        }),
+        row_fields: &[],
+        start: 0,
+    });
+    let RollupPlan::Use { notes, .. } = got else {
+        panic!("{got:?}")
+    };
+    assert!(
+        notes[1].contains("no rollup left there holds these buckets"),
+        "{notes:?}"
+    );
+    for (name, expired, start, key, want) in cases {
+        let v = view(expired);
+        let got = choose(&Query {
+            enabled: true,
+            view: &v,
+            key: Some(&key),
+            row_fields: &[],
+            start,
         });
         assert_eq!(got, want, "{name}");
     }

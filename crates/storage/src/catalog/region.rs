@@ -33,6 +33,9 @@ pub struct FileHandle {
     pub meta: FileMeta,
     store: FileStore,
     obsolete: AtomicBool,
+    /// Paths a newer entry for the same file still names (retention turning a file into its
+    /// rollups, or dropping one of them): not deleted with this handle.
+    carried: Mutex<Vec<String>>,
 }
 
 impl FileHandle {
@@ -41,10 +44,18 @@ impl FileHandle {
             meta,
             store,
             obsolete: AtomicBool::new(false),
+            carried: Mutex::new(Vec::new()),
         })
     }
     pub fn mark_obsolete(&self) {
         self.obsolete.store(true, Ordering::SeqCst);
+    }
+
+    /// Marks the handle obsolete in favour of `by`, an entry for the same file that names
+    /// some of its paths: those stay, the others are deleted on last drop.
+    pub fn mark_superseded(&self, by: &FileMeta) {
+        *self.carried.lock() = by.paths().map(str::to_string).collect();
+        self.mark_obsolete();
     }
 }
 
@@ -53,9 +64,12 @@ impl Drop for FileHandle {
         if !self.obsolete.load(Ordering::SeqCst) {
             return;
         }
-        let raw = (!self.meta.raw_expired).then_some(&self.meta.path);
-        let rollups = self.meta.rollups.iter().map(|r| &r.path);
-        for path in raw.into_iter().chain(&self.meta.last_rows).chain(rollups) {
+        let carried = std::mem::take(&mut *self.carried.lock());
+        for path in self
+            .meta
+            .paths()
+            .filter(|p| !carried.iter().any(|c| c == p))
+        {
             if let Err(e) = self.store.delete(path) {
                 // The file is unreferenced; the orphan sweep at the next start removes it.
                 tracing::warn!(path = %path, error = %e, "could not delete obsolete file");
@@ -69,6 +83,8 @@ impl Drop for FileHandle {
 pub struct RegionSnapshot {
     pub frozen: Vec<Arc<FrozenPart>>,
     pub files: Vec<Arc<FileHandle>>,
+    /// Files whose raw rows expired while rollups of them remain (`FileMeta::raw_expired`).
+    pub rollup_only: Vec<Arc<FileHandle>>,
     /// Deletes the reader must apply (see `tombstone`).
     pub tombstones: Arc<Vec<Tombstone>>,
 }
@@ -103,6 +119,9 @@ pub struct Region {
     pub active: Mutex<ActiveBuffer>,
     pub frozen: RwLock<Vec<Arc<FrozenPart>>>,
     pub files: RwLock<Vec<Arc<FileHandle>>>,
+    /// Files whose raw rows retention dropped while rollups of them remain; only rollup
+    /// reads see them (scans, compaction and the last-value cache read `files`).
+    pub rollup_only: RwLock<Vec<Arc<FileHandle>>>,
     pub lvc: RwLock<LastValues>,
     /// Committed deletes not yet compacted away, oldest first.
     pub tombstones: RwLock<Arc<Vec<Tombstone>>>,
@@ -148,6 +167,7 @@ impl Region {
             active: Mutex::new(ActiveBuffer::default()),
             frozen: RwLock::new(Vec::new()),
             files: RwLock::new(Vec::new()),
+            rollup_only: RwLock::new(Vec::new()),
             lvc: RwLock::new(LastValues::default()),
             tombstones: RwLock::new(Arc::new(Vec::new())),
             flushed_seq: AtomicU64::new(0),
@@ -221,8 +241,14 @@ impl Region {
         RegionSnapshot {
             frozen: self.frozen.read().clone(),
             files: self.files.read().clone(),
+            rollup_only: self.rollup_only.read().clone(),
             tombstones,
         }
+    }
+
+    /// The file store the region's files live in.
+    pub fn store(&self) -> &FileStore {
+        &self.io.store
     }
 
     pub fn worker(&self) -> usize {

@@ -75,6 +75,40 @@ impl Engine {
         Some(self.catalog.find(name)?.effective().rollups)
     }
 
+    /// Table `name`'s rollups as a query plans them ([`crate::rollup::view::RollupView`]):
+    /// the declaration in force, raw rows per state of each resolution over the files held
+    /// now, and where raw rows expired.
+    pub fn rollup_view(&self, name: &str) -> Option<crate::rollup::view::RollupView> {
+        let t = self.catalog.find(name)?;
+        let resolutions = t.effective().rollups.resolutions();
+        let mut counts = vec![(0u64, 0u64); resolutions.len()];
+        let mut raw_expired_until: Option<i64> = None;
+        let mut expired_resolutions: Vec<i64> = Vec::new();
+        for region in t.all_regions() {
+            for f in region.rollup_only.read().iter() {
+                raw_expired_until = raw_expired_until.max(Some(region.key.end));
+                expired_resolutions.extend(f.meta.rollups.iter().map(|r| r.resolution_ns));
+            }
+            for f in region.files.read().iter() {
+                for r in &f.meta.rollups {
+                    if let Some(i) = resolutions.iter().position(|&x| x == r.resolution_ns) {
+                        counts[i].0 += f.meta.rows;
+                        counts[i].1 += r.rows;
+                    }
+                }
+            }
+        }
+        expired_resolutions.sort_unstable();
+        expired_resolutions.dedup();
+        Some(crate::rollup::view::RollupView {
+            expired_resolutions,
+            resolutions,
+            counts,
+            raw_expired_until,
+            min_rows_per_state: self.opts.rollup_min_rows_per_state,
+        })
+    }
+
     /// Table `name`'s partitions, oldest first (empty when there is no such table).
     pub fn partitions(&self, name: &str) -> Vec<Span> {
         self.catalog

@@ -191,6 +191,7 @@ impl Engine {
                 row_group_rows: opts.row_group_rows,
                 zstd_level: opts.zstd_level,
             },
+            metrics: metrics.clone(),
         };
         let flusher = Arc::new(Flusher {
             out: out.clone(),

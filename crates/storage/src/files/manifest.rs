@@ -159,6 +159,15 @@ pub struct RollupFile {
 }
 
 impl FileMeta {
+    /// Every path the entry names: the data file and its last rows (unless the raw rows
+    /// expired), and its rollups.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        let raw = (!self.raw_expired).then_some(self.path.as_str());
+        let last = self.last_rows.as_deref().filter(|_| !self.raw_expired);
+        let rollups = self.rollups.iter().map(|r| r.path.as_str());
+        raw.into_iter().chain(last).chain(rollups)
+    }
+
     /// The key range of a file whose keys run from `min` to `max`.
     pub fn key_range_of(min: &[u8], max: &[u8]) -> Option<[String; 2]> {
         Some([hex::encode(min), hex::encode(max)])
@@ -462,11 +471,7 @@ impl ManifestState {
         let mut s = BTreeSet::new();
         for r in self.regions.values() {
             for f in r.files.values() {
-                if !f.raw_expired {
-                    s.insert(f.path.clone());
-                    s.extend(f.last_rows.clone());
-                }
-                s.extend(f.rollups.iter().map(|r| r.path.clone()));
+                s.extend(f.paths().map(str::to_string));
             }
             s.extend(r.index_path.clone());
         }

@@ -215,7 +215,11 @@ pub(crate) fn compact_all(c: &Compactor) -> Result<usize> {
                     .filter(|f| group.contains(&f.meta.id))
                     .cloned()
                     .collect();
+                let started = std::time::Instant::now();
                 compact_group(c, &table, &region, &inputs, window)?;
+                c.metrics
+                    .compaction_micros
+                    .add(started.elapsed().as_micros() as u64);
                 jobs += 1;
             }
             jobs += purge(c, &table, &region, window)?;

@@ -26,6 +26,8 @@ pub(crate) struct Output {
     pub catalog: Arc<Catalog>,
     pub store: FileStore,
     pub sst: SstWriteOptions,
+    /// Where the time spent on rollups is counted.
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl Output {
@@ -60,6 +62,7 @@ impl Output {
         let path = format!("{}/{id:016x}.parquet", key.dir());
         self.store.put(&path, data)?;
         written.push(path.clone());
+        let started = std::time::Instant::now();
         let mut rollups = Vec::with_capacity(file.rollups.len());
         for (res, parts) in file.rollups {
             let Some(run) = partial::concat(parts)? else {
@@ -77,6 +80,8 @@ impl Output {
                 size,
             });
         }
+        let spent = started.elapsed() + file.rollup_time;
+        self.metrics.rollup_micros.add(spent.as_micros() as u64);
         let last_rows = match last {
             Some((data, _)) => {
                 let path = format!("{}/{id:016x}.last", key.dir());
@@ -114,6 +119,8 @@ pub(crate) struct PendingFile {
     fields: Vec<(String, FieldType)>,
     /// Per declared resolution (ascending), the rollup of each run appended.
     rollups: Vec<(i64, Vec<PartialRun>)>,
+    /// Time spent computing them so far.
+    rollup_time: std::time::Duration,
 }
 
 impl PendingFile {
@@ -132,6 +139,7 @@ impl PendingFile {
             tags: tags.to_vec(),
             fields: fields.to_vec(),
             rollups: rollups.iter().map(|&r| (r, Vec::new())).collect(),
+            rollup_time: std::time::Duration::ZERO,
         }
     }
 
@@ -149,6 +157,7 @@ impl PendingFile {
         }
         self.data.append(run)?;
         // The finest rollup from the rows, each coarser one from the one before it.
+        let started = std::time::Instant::now();
         let mut finer: Option<PartialRun> = None;
         for (res, parts) in &mut self.rollups {
             let p = match &finer {
@@ -158,6 +167,7 @@ impl PendingFile {
             parts.push(p.clone());
             finer = Some(p);
         }
+        self.rollup_time += started.elapsed();
         self.last.push(run.last_per_key());
         self.series += run.keys.len();
         Ok(())

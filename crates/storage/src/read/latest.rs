@@ -203,6 +203,7 @@ fn newest_rows_snapshot(store: &FileStore, snap: &RegionSnapshot) -> Option<Regi
     Some(RegionSnapshot {
         frozen: snap.frozen.clone(),
         files,
+        rollup_only: Vec::new(),
         tombstones: snap.tombstones.clone(),
     })
 }

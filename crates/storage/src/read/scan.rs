@@ -21,6 +21,7 @@ use roaring::RoaringBitmap;
 use tempora_index::Matcher;
 use tempora_model::{FieldType, TIME_COLUMN};
 
+use crate::catalog::region::FileHandle;
 use crate::catalog::{Region, Table};
 use crate::error::{Result, StorageError};
 use crate::read::Reader;
@@ -98,6 +99,8 @@ pub fn rows_in_range(
 /// A scan whose regions are chosen and snapshotted but not yet read.
 pub struct ScanPlan {
     reader: Reader,
+    /// The table's name, for errors.
+    table: String,
     tags: Vec<String>,
     fields: Vec<(String, FieldType)>,
     time: Option<(i64, i64)>,
@@ -144,6 +147,7 @@ impl ScanPlan {
 
     /// [`ScanPlan::read`] with the tag columns in `form` ([`output_schema_as`]).
     pub fn read_as(&self, i: usize, form: TagForm) -> Result<Option<RecordBatch>> {
+        self.check_raw(i, self.time)?;
         let (run, bounded) = scan_region_bounded(
             &self.reader,
             &self.regions[i],
@@ -160,6 +164,51 @@ impl ScanPlan {
             return Ok(None);
         }
         to_output(&run, &self.tags, &self.fields, form).map(Some)
+    }
+
+    /// Whether region `i`'s raw rows expired while rollups of them remain (reads of raw
+    /// rows over a range starting before its end fail; [`ScanPlan::read_rollup`] answers).
+    pub fn raw_expired(&self, i: usize) -> bool {
+        !self.regions[i].snap.rollup_only.is_empty()
+    }
+
+    /// The resolutions every rollup-only file of region `i` still has (finest first).
+    pub fn rollups_left(&self, i: usize) -> Vec<i64> {
+        let only = &self.regions[i].snap.rollup_only;
+        let mut out: Vec<i64> = match only.first() {
+            Some(f) => f.meta.rollups.iter().map(|r| r.resolution_ns).collect(),
+            None => return Vec::new(),
+        };
+        out.retain(|&r| {
+            only.iter()
+                .all(|f| f.meta.rollups.iter().any(|x| x.resolution_ns == r))
+        });
+        out.sort_unstable();
+        out
+    }
+
+    /// The error for raw rows of region `i` that expired, naming `what` needed them.
+    pub fn raw_expired_error(&self, i: usize, what: &str) -> StorageError {
+        let end = self.regions[i].region.key.end;
+        let horizon = arrow::temporal_conversions::timestamp_ns_to_datetime(end)
+            .map_or_else(|| format!("{end} ns"), |t| format!("{t} UTC"));
+        StorageError::RawExpired {
+            table: self.table.clone(),
+            horizon,
+            what: what.to_string(),
+        }
+    }
+
+    /// Fails when a raw read of region `i` over `time` needs rows that expired: the region's
+    /// raw rows are gone and the range starts before its end. A range unbounded below reads
+    /// what raw rows remain, as retention always meant.
+    fn check_raw(&self, i: usize, time: Option<(i64, i64)>) -> Result<()> {
+        match time {
+            Some((s, _)) if s > i64::MIN && self.raw_expired(i) => {
+                Err(self.raw_expired_error(i, "this query"))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Reads region `i`'s rollups at resolution `res` over `[start, end)` (whole buckets,
@@ -183,6 +232,7 @@ impl ScanPlan {
         if time.0 >= time.1 {
             return Ok(None);
         }
+        self.check_raw(i, Some(time))?;
         let run = scan_region(&self.reader, &self.regions[i], &self.fields, Some(time))?;
         Ok((run.num_rows() > 0).then_some(run))
     }
@@ -191,6 +241,7 @@ impl ScanPlan {
     /// without the tag columns: for callers that work per series. `None` when nothing in it
     /// matches.
     pub fn read_run(&self, i: usize) -> Result<Option<SortedRun>> {
+        self.check_raw(i, self.time)?;
         let run = scan_region(&self.reader, &self.regions[i], &self.fields, self.time)?;
         Ok((run.num_rows() > 0).then_some(run))
     }
@@ -312,10 +363,12 @@ pub(crate) fn plan(reader: &Reader, table: &Table, req: &ScanRequest) -> Result<
         }
         let mut snap = region.snapshot(&names);
         stats.files_total += snap.files.len();
-        snap.files.retain(|f| {
+        let overlaps = |f: &Arc<FileHandle>| {
             req.time
                 .is_none_or(|(s, e)| f.meta.max_time >= s && f.meta.min_time < e)
-        });
+        };
+        snap.files.retain(overlaps);
+        snap.rollup_only.retain(overlaps);
         stats.files_kept += snap.files.len();
         stats.series_kept += kept_series;
         let share = (kept_series, total_series);
@@ -338,6 +391,7 @@ pub(crate) fn plan(reader: &Reader, table: &Table, req: &ScanRequest) -> Result<
     }
     Ok(ScanPlan {
         reader: reader.clone(),
+        table: table.name.clone(),
         tags: output_tags(table, req.tags.as_ref())?,
         fields,
         time: req.time,

@@ -25,6 +25,7 @@ use tempora_model::{FieldType, PRIMARY_KEY_COLUMN};
 use super::partial::{LEAD, PartialRun, STATS, partial_schema};
 use crate::error::{Result, StorageError};
 use crate::files::float_codec;
+use crate::read::sst_cache::CachedSst;
 
 /// The rollup file format's version, in the file's key-value metadata.
 pub const FORMAT_VERSION: &str = "1";
@@ -121,7 +122,20 @@ pub fn decode(
     want: &[(String, FieldType)],
     filter: &RollupFilter,
 ) -> Result<PartialRun> {
-    let b = ParquetRecordBatchReaderBuilder::try_new(data).map_err(|e| parquet_err(path, e))?;
+    decode_cached(&CachedSst::decode(path, data)?, path, res, want, filter)
+}
+
+/// [`decode`] of a file whose bytes and footer the data-file cache holds (a query reads the
+/// same rollup files again and again; their footers are most of a small read's cost).
+pub fn decode_cached(
+    file: &CachedSst,
+    path: &str,
+    res: i64,
+    want: &[(String, FieldType)],
+    filter: &RollupFilter,
+) -> Result<PartialRun> {
+    let b =
+        ParquetRecordBatchReaderBuilder::new_with_metadata(file.data.clone(), file.meta.clone());
     check_header(path, b.metadata().file_metadata().key_value_metadata(), res)?;
     let file_schema = b.schema().clone();
     let mut leaves = vec![0, 1, 2, 3, 4];

@@ -8,6 +8,7 @@
 //! | [`partial`] | the pure core: partial states per (series, bucket), computed from a run, coarsened, merged across files with overlap detection |
 //! | [`file`] | rollup files: Parquet encoding and decoding (docs/format/rollup-files.md) |
 //! | [`read`] | a region's rollup read for a scan: merged states of the files, and the time ranges only raw rows answer exactly |
+//! | [`view`] | what the planner knows of a table's rollups: resolutions, raw rows per state, where raw rows expired |
 //!
 //! Invariants:
 //! - A rollup file describes exactly its data file's rows: it is put with it, named by the
@@ -20,3 +21,4 @@
 pub mod file;
 pub mod partial;
 pub mod read;
+pub mod view;

@@ -6,7 +6,9 @@
 //! tombstone that may hide rows of a file in it, a file without this rollup (written before
 //! the table declared it) over it, or two files whose spans for one series in it overlap (a
 //! point may be in both, the newer one winning field by field). The caller reads those
-//! buckets' raw rows ([`crate::ScanPlan::read_run_in`]) and takes no state of them.
+//! buckets' raw rows ([`crate::ScanPlan::read_run_in`]) and takes no state of them. Files
+//! whose raw rows expired (`rollup_only`) are read like the others; a bucket of theirs left to
+//! raw rows fails there, since those rows are gone.
 
 use std::sync::Arc;
 
@@ -15,7 +17,7 @@ use arrow::datatypes::Int64Type;
 use bytes::Bytes;
 use tempora_model::{FieldType, SeriesId};
 
-use super::file::{RollupFilter, decode};
+use super::file::{RollupFilter, decode_cached};
 use super::partial::{PartialRun, bucket_of, merge};
 use crate::error::Result;
 use crate::maintenance::tombstone;
@@ -73,7 +75,7 @@ pub(crate) fn read_region(
         keys,
     };
     let mut parts = Vec::new();
-    for f in &rs.snap.files {
+    for f in rs.snap.files.iter().chain(&rs.snap.rollup_only) {
         let m = &f.meta;
         if m.max_time < start || m.min_time >= end {
             continue;
@@ -84,8 +86,8 @@ pub(crate) fn read_region(
         match m.rollups.iter().find(|r| r.resolution_ns == res) {
             None => dirty(m.min_time, m.max_time),
             Some(r) => {
-                let data = reader.store.get(&r.path)?;
-                parts.push(decode(&r.path, data, res, want, &filter)?);
+                let file = reader.caches.files.get(&reader.store, &r.path)?;
+                parts.push(decode_cached(&file, &r.path, res, want, &filter)?);
             }
         }
     }

@@ -79,12 +79,14 @@ pub(crate) fn load_manifest_state(r: &Replay) -> Result<()> {
         region.flushed_seq.store(meta.flushed_seq, Ordering::SeqCst);
         region
             .lvc_from_files
-            .store(meta.files.is_empty(), Ordering::SeqCst);
-        *region.files.write() = meta
+            .store(meta.files.values().all(|f| f.raw_expired), Ordering::SeqCst);
+        let (rollup_only, files): (Vec<_>, Vec<_>) = meta
             .files
             .values()
             .map(|f| FileHandle::new(f.clone(), store.clone()))
-            .collect();
+            .partition(|f| f.meta.raw_expired);
+        *region.files.write() = files;
+        *region.rollup_only.write() = rollup_only;
         *region.tombstones.write() = Arc::new(meta.tombstones.clone());
         max_seq = max_seq
             .max(meta.flushed_seq)
