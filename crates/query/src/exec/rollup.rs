@@ -138,12 +138,17 @@ pub fn choose(q: &Query) -> RollupPlan {
     let mut notes: Vec<String> = thin
         .iter()
         .map(|&i| {
-            format!(
-                "{} not read where raw rows exist ({:.1} raw rows per state, fewer than {})",
-                format_duration_ns(v.resolutions[i]),
-                v.rows_per_state(i).unwrap_or(0.0),
-                v.min_rows_per_state
-            )
+            let r = format_duration_ns(v.resolutions[i]);
+            match v.rows_per_state(i) {
+                Some(per) => format!(
+                    "{r} not read where raw rows exist ({per:.1} raw rows per state, fewer than {})",
+                    v.min_rows_per_state
+                ),
+                None => format!(
+                    "{r} not written (no files yet, or fewer than {} raw rows per state)",
+                    v.min_rows_per_state
+                ),
+            }
         })
         .collect();
     let expired = v.raw_expired_until.filter(|&u| q.start < u);

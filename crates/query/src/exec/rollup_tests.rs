@@ -99,7 +99,7 @@ fn which_rollups_a_query_reads() {
     for (name, enabled, resolutions, key, row_fields, want) in cases {
         let view = RollupView {
             resolutions: resolutions.to_vec(),
-            counts: vec![(0, 0); resolutions.len()],
+            counts: vec![(1000, 1); resolutions.len()],
             raw_expired_until: None,
             expired_resolutions: vec![],
             min_rows_per_state: 16,

@@ -192,6 +192,7 @@ impl Engine {
                 zstd_level: opts.zstd_level,
             },
             metrics: metrics.clone(),
+            rollup_min_rows: opts.rollup_min_rows_per_state,
         };
         let flusher = Arc::new(Flusher {
             out: out.clone(),

@@ -305,7 +305,7 @@ fn compact_group(
     if keys.len() > 1 {
         c.metrics.compaction_slices.add(keys.len() as u64);
     }
-    let rollups = table.effective().rollups.resolutions();
+    let rollups = table.effective().rollups;
     let new_file = || PendingFile::new(&tags, &fields, &c.out.sst, &rollups);
     let result = (|| -> Result<()> {
         let mut read = 0u64;

@@ -182,7 +182,7 @@ fn flush_region(
         None
     } else {
         let tags = table.tags();
-        let rollups = table.effective().rollups.resolutions();
+        let rollups = table.effective().rollups;
         let mut file = PendingFile::new(&tags, &fields, &out.sst, &rollups);
         file.append(&run)?;
         out.put_pending(region.key, file, purged, written)?

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use tempora_model::FieldType;
 
 use crate::catalog::Catalog;
+use crate::catalog::rollups::RollupList;
 use crate::error::Result;
 use crate::files::manifest::{FileMeta, RegionKey, RollupFile};
 use crate::files::sst::SstWriteOptions;
@@ -28,6 +29,11 @@ pub(crate) struct Output {
     pub sst: SstWriteOptions,
     /// Where the time spent on rollups is counted.
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// A rollup whose states would stand for fewer raw rows than this is not written, unless
+    /// it is kept longer than the raw rows may be (a retention of its own): queries would not
+    /// read it while the raw rows exist (`crate::rollup::view`), and it would cost more to
+    /// write than the data file (a 1-minute rollup of 10-second data: 6 rows per state).
+    pub rollup_min_rows: u32,
 }
 
 impl Output {
@@ -64,10 +70,14 @@ impl Output {
         written.push(path.clone());
         let started = std::time::Instant::now();
         let mut rollups = Vec::with_capacity(file.rollups.len());
-        for (res, parts) in file.rollups {
+        for ((res, parts), always) in file.rollups.into_iter().zip(file.always) {
             let Some(run) = partial::concat(parts)? else {
                 continue;
             };
+            let sparse = (rows as u64) < u64::from(self.rollup_min_rows) * run.num_rows() as u64;
+            if sparse && !always {
+                continue;
+            }
             let data = rollup_file::encode(&run, res, self.sst.zstd_level)?;
             let rpath = format!("{}/{id:016x}.r{res}", key.dir());
             let size = data.len() as u64;
@@ -119,18 +129,21 @@ pub(crate) struct PendingFile {
     fields: Vec<(String, FieldType)>,
     /// Per declared resolution (ascending), the rollup of each run appended.
     rollups: Vec<(i64, Vec<PartialRun>)>,
+    /// Per resolution: written however few rows its states hold (it has a retention of its
+    /// own, so it may outlive the raw rows).
+    always: Vec<bool>,
     /// Time spent computing them so far.
     rollup_time: std::time::Duration,
 }
 
 impl PendingFile {
-    /// A file over `fields` whose rollups at `rollups` (ns, ascending, each a multiple of the
-    /// one before) are computed as runs are appended.
+    /// A file over `fields` whose rollups (`rollups`' resolutions, ascending, each a
+    /// multiple of the one before) are computed as runs are appended.
     pub fn new(
         tags: &[String],
         fields: &[(String, FieldType)],
         o: &SstWriteOptions,
-        rollups: &[i64],
+        rollups: &RollupList,
     ) -> Self {
         Self {
             data: SstWriter::new(tags, fields, o),
@@ -138,7 +151,16 @@ impl PendingFile {
             series: 0,
             tags: tags.to_vec(),
             fields: fields.to_vec(),
-            rollups: rollups.iter().map(|&r| (r, Vec::new())).collect(),
+            rollups: rollups
+                .specs()
+                .iter()
+                .map(|s| (s.resolution_ns, Vec::new()))
+                .collect(),
+            always: rollups
+                .specs()
+                .iter()
+                .map(|s| s.ttl.ns().is_some())
+                .collect(),
             rollup_time: std::time::Duration::ZERO,
         }
     }

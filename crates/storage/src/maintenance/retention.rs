@@ -259,7 +259,13 @@ mod tests {
     #[test]
     fn fates() {
         // (name, region end, raw cutoff, rollups with their own cutoffs, fate)
-        type Case = (&'static str, i64, Option<i64>, Vec<(i64, Option<i64>)>, Fate);
+        type Case = (
+            &'static str,
+            i64,
+            Option<i64>,
+            Vec<(i64, Option<i64>)>,
+            Fate,
+        );
         let cases: Vec<Case> = vec![
             ("no retention", 100, None, vec![(M, None)], Fate::Keep),
             ("raw not yet expired", 100, Some(50), vec![], Fate::Keep),

@@ -6,7 +6,8 @@
 //! statistics per field), so a resolution whose buckets hold few raw rows (a 1-minute rollup
 //! of 10-second data holds 6) is not worth reading where raw rows exist:
 //! [`RollupView::worth_reading`] keeps a resolution only when its states stand for at least
-//! `min_rows_per_state` raw rows each (the engine option `rollup_min_rows_per_state`,
+//! `min_rows_per_state` raw rows each (flush and compaction do not even write a sparser one,
+//! unless it has a retention of its own) (the engine option `rollup_min_rows_per_state`,
 //! [`DEFAULT_MIN_ROWS_PER_STATE`]). Pure over the counts it is given.
 
 /// Fewest raw rows per state at which a resolution is read in place of raw rows, unless
@@ -37,11 +38,11 @@ impl RollupView {
     }
 
     /// Whether resolution `i` is read where raw rows exist too: its states stand for at least
-    /// `min_rows_per_state` rows each, or no file has it yet (nothing measured: assume it
-    /// pays, as a declaration says).
+    /// `min_rows_per_state` rows each. A resolution no file has (not written yet, or too
+    /// sparse to be written: `crate::maintenance::output`) is not.
     pub fn worth_reading(&self, i: usize) -> bool {
         self.rows_per_state(i)
-            .is_none_or(|r| r >= f64::from(self.min_rows_per_state))
+            .is_some_and(|r| r >= f64::from(self.min_rows_per_state))
     }
 }
 
@@ -62,8 +63,8 @@ mod tests {
         let cases = [
             ("1m of 10 s data", 0, Some(6.0), false),
             ("1h of 10 s data", 1, Some(360.0), true),
-            ("no file has it", 2, None, true),
-            ("not declared", 3, None, true),
+            ("no file has it", 2, None, false),
+            ("not declared", 3, None, false),
         ];
         for (name, i, per, worth) in cases {
             assert_eq!(v.rows_per_state(i), per, "{name}");
