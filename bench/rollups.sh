@@ -11,7 +11,8 @@
 #
 # WORK (default /var/tmp/bench-rollups): on.jsonl, off.jsonl, peers.jsonl, rollup-bytes.txt.
 # The servers' directories are $WORK/tempora-on and $WORK/tempora-off (kept between runs, so
-# `queries` reuses the loads); bench/peers/setup.sh does the loading and the timing.
+# `queries` reuses the loads; VARIANTS=on runs one of them); bench/peers/setup.sh does the
+# loading and the timing.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 export HOSTS=${HOSTS:-4000}
@@ -20,7 +21,7 @@ ROLLUPS=${ROLLUPS:-1m,1h}
 RUNS=${RUNS:-10}
 WARMUP=${WARMUP:-2}
 PEER_SYSTEMS=${PEER_SYSTEMS:-questdb,victoriametrics,duckdb}
-TYPES=${TYPES:-double-groupby-1 double-groupby-5 double-groupby-all cpu-max-all-1 cpu-max-all-8 single-groupby-1-1-1 single-groupby-1-1-12 single-groupby-5-1-1 single-groupby-5-8-1}
+TYPES=${TYPES:-double-groupby-1 double-groupby-5 double-groupby-all cpu-max-all-1 cpu-max-all-8 single-groupby-1-1-1 single-groupby-1-8-1 single-groupby-5-1-1 single-groupby-5-8-1}
 PYTHON=${PYTHON:-python3}
 mkdir -p "$WORK"
 qargs=(--runs "$RUNS" --warmup "$WARMUP")
@@ -41,7 +42,7 @@ rollup_bytes() { # dir: bytes of data files and of each resolution's rollup file
 
 case ${1:-} in
   load)
-    for v in on off; do
+    for v in ${VARIANTS:-on off}; do
       # shellcheck disable=SC2046
       env $(variant "$v") "$HERE/peers/setup.sh" load tempora 2>&1 | tee "$WORK/load-$v.log"
       # The server's CPU over the load (user + system, from start-up), and the compaction and
@@ -53,7 +54,7 @@ case ${1:-} in
       echo "$v: server cpu ${cpu}s; $metrics; $(rollup_bytes "$WORK/tempora-$v/data" | tr '\n' ';')" | tee -a "$WORK/rollup-bytes.txt"
     done ;;
   queries)
-    for v in on off; do
+    for v in ${VARIANTS:-on off}; do
       # shellcheck disable=SC2046
       env $(variant "$v") "$HERE/peers/setup.sh" bench tempora "${qargs[@]}"
     done ;;

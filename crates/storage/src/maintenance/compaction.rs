@@ -306,7 +306,7 @@ fn compact_group(
         c.metrics.compaction_slices.add(keys.len() as u64);
     }
     let rollups = table.effective().rollups;
-    let new_file = || PendingFile::new(&tags, &fields, &c.out.sst, &rollups);
+    let new_file = || PendingFile::new(&tags, &fields, &c.out.sst, &rollups, c.out.rollup_min_rows);
     let result = (|| -> Result<()> {
         let mut read = 0u64;
         // One file being written per window; slices append to it in key order.

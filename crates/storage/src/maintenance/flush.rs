@@ -183,7 +183,7 @@ fn flush_region(
     } else {
         let tags = table.tags();
         let rollups = table.effective().rollups;
-        let mut file = PendingFile::new(&tags, &fields, &out.sst, &rollups);
+        let mut file = PendingFile::new(&tags, &fields, &out.sst, &rollups, out.rollup_min_rows);
         file.append(&run)?;
         out.put_pending(region.key, file, purged, written)?
     };

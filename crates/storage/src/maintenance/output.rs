@@ -132,6 +132,10 @@ pub(crate) struct PendingFile {
     /// Per resolution: written however few rows its states hold (it has a retention of its
     /// own, so it may outlive the raw rows).
     always: Vec<bool>,
+    /// Per resolution, decided on the first run: too sparse to be worth computing.
+    skip: Vec<bool>,
+    /// `Output::rollup_min_rows`.
+    min_rows: u32,
     /// Time spent computing them so far.
     rollup_time: std::time::Duration,
 }
@@ -144,6 +148,7 @@ impl PendingFile {
         fields: &[(String, FieldType)],
         o: &SstWriteOptions,
         rollups: &RollupList,
+        min_rows: u32,
     ) -> Self {
         Self {
             data: SstWriter::new(tags, fields, o),
@@ -161,6 +166,8 @@ impl PendingFile {
                 .iter()
                 .map(|s| s.ttl.ns().is_some())
                 .collect(),
+            skip: Vec::new(),
+            min_rows,
             rollup_time: std::time::Duration::ZERO,
         }
     }
@@ -178,10 +185,30 @@ impl PendingFile {
             return Ok(());
         }
         self.data.append(run)?;
-        // The finest rollup from the rows, each coarser one from the one before it.
+        // The finest rollup from the rows, each coarser one from the one before it; a
+        // resolution too sparse to be written is decided on the first run and not computed.
         let started = std::time::Instant::now();
+        if self.skip.is_empty() {
+            let (lo, hi) = run
+                .times()
+                .iter()
+                .fold((i64::MAX, i64::MIN), |(a, b), &t| (a.min(t), b.max(t)));
+            let span = hi.saturating_sub(lo);
+            self.skip = self
+                .rollups
+                .iter()
+                .zip(&self.always)
+                .map(|((res, _), &always)| {
+                    let per = rows_per_state_estimate(run.num_rows(), run.keys.len(), span, *res);
+                    !always && per < f64::from(self.min_rows)
+                })
+                .collect();
+        }
         let mut finer: Option<PartialRun> = None;
-        for (res, parts) in &mut self.rollups {
+        for ((res, parts), &skip) in self.rollups.iter_mut().zip(&self.skip) {
+            if skip {
+                continue;
+            }
             let p = match &finer {
                 None => partial::from_run(run, &self.fields, *res)?,
                 Some(f) => partial::coarsen(f, &self.fields, *res)?,
@@ -196,6 +223,15 @@ impl PendingFile {
     }
 }
 
+/// Raw rows per (series, bucket) of a run of `rows` rows over `series` series spanning
+/// `span_ns`, at resolution `res`: each series taken to cover the whole span, which touches
+/// at most `span / res + 1` buckets (an underestimate of the density, never above it for
+/// evenly spread rows).
+pub(crate) fn rows_per_state_estimate(rows: usize, series: usize, span_ns: i64, res: i64) -> f64 {
+    let buckets = (span_ns / res) as f64 + 1.0;
+    rows as f64 / (series.max(1) as f64 * buckets)
+}
+
 /// A data file's newest rows are written beside it when the file holds at least this many
 /// rows per series on average; below that the file itself is nearly as small to read.
 pub(crate) const LAST_ROWS_MIN_ROWS_PER_SERIES: usize = 4;
@@ -208,6 +244,43 @@ fn worth_last_rows(series: usize, rows: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rows_per_state_estimates() {
+        const MIN: i64 = 60_000_000_000;
+        // (name, rows, series, span, res, estimate)
+        for (name, rows, series, span, res, want) in [
+            (
+                "10 s data, 10 minutes, 1m",
+                4000 * 60,
+                4000,
+                590 * MIN / 60,
+                MIN,
+                6.0,
+            ),
+            (
+                "10 s data, 10 minutes, 1h",
+                4000 * 60,
+                4000,
+                590 * MIN / 60,
+                60 * MIN,
+                60.0,
+            ),
+            ("one row", 1, 1, 0, MIN, 1.0),
+            ("no series", 0, 0, 0, MIN, 0.0),
+            (
+                "1 s data over a day, 1h",
+                86_400,
+                1,
+                86_399 * MIN / 60,
+                60 * MIN,
+                3600.0,
+            ),
+        ] {
+            let got = rows_per_state_estimate(rows, series, span, res);
+            assert!((got - want).abs() < 1e-9, "{name}: {got}");
+        }
+    }
 
     #[test]
     fn newest_rows_are_written_for_files_with_several_rows_per_series() {

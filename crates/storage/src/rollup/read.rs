@@ -87,7 +87,8 @@ pub(crate) fn read_region(
             None => dirty(m.min_time, m.max_time),
             Some(r) => {
                 let file = reader.caches.files.get(&reader.store, &r.path)?;
-                parts.push(decode_cached(&file, &r.path, res, want, &filter)?);
+                let cache = Some(&reader.caches.decoded);
+                parts.push(decode_cached(&file, &r.path, res, want, &filter, cache)?);
             }
         }
     }
