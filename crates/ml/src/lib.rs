@@ -4,7 +4,7 @@
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | [`detect`] | online anomaly detectors over one series in time order: `nsigma`, `mad`, `iqr`, `esd`, `stl`, their options, and their kept state |
+//! | [`detect`] | online anomaly detectors over one series in time order: `nsigma`, `mad`, `iqr`, `esd`, `stl`, their options, and their kept state (the distribution functions they need in `detect::stats`) |
 //! | [`error`] | the crate's error type |
 //!
 //! Invariants:

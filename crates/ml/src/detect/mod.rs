@@ -14,7 +14,10 @@
 //! | `nsigma` | `|x - mean| / std` over the window | 3 |
 //! | `mad` | `|x - median| / (1.4826 MAD)` over the window | 3.5 |
 //! | `iqr` | distance outside `[Q1, Q3]` in IQRs (0 inside) | 1.5 |
+//! | `esd` | seasonal hybrid ESD: the residual from the seasonal median (`season` points; 0: the window's median), as a robust z-score against the residual window; an anomaly when above the generalized ESD critical value at `alpha` (default 0.05) for the window's size | — |
+//! | `stl` | online robust seasonal-trend decomposition: trend = the window's median, seasonal = per phase an exponential average (`gamma`, default 0.1) of value minus trend, learnt only from normal points; the residual as a robust z-score against the residual window | 3.5 |
 
+mod stats;
 mod window;
 
 use crate::error::MlError;
@@ -26,6 +29,8 @@ pub enum Algorithm {
     NSigma,
     Mad,
     Iqr,
+    Esd,
+    Stl,
 }
 
 impl Algorithm {
@@ -35,6 +40,8 @@ impl Algorithm {
             "nsigma" => Ok(Algorithm::NSigma),
             "mad" => Ok(Algorithm::Mad),
             "iqr" => Ok(Algorithm::Iqr),
+            "esd" => Ok(Algorithm::Esd),
+            "stl" => Ok(Algorithm::Stl),
             _ => Err(MlError::UnknownAlgorithm(name.to_string())),
         }
     }
@@ -44,14 +51,27 @@ impl Algorithm {
             Algorithm::NSigma => "nsigma",
             Algorithm::Mad => "mad",
             Algorithm::Iqr => "iqr",
+            Algorithm::Esd => "esd",
+            Algorithm::Stl => "stl",
         }
     }
 
     fn default_k(self) -> f64 {
         match self {
             Algorithm::NSigma => 3.0,
-            Algorithm::Mad => 3.5,
+            Algorithm::Mad | Algorithm::Stl => 3.5,
             Algorithm::Iqr => 1.5,
+            // Unused: the ESD test's critical value is the threshold.
+            Algorithm::Esd => f64::INFINITY,
+        }
+    }
+
+    /// The options it takes.
+    fn known(self) -> &'static str {
+        match self {
+            Algorithm::NSigma | Algorithm::Mad | Algorithm::Iqr => "k, window, min_points",
+            Algorithm::Esd => "alpha, window, min_points, season",
+            Algorithm::Stl => "k, window, min_points, season, gamma",
         }
     }
 }
@@ -70,9 +90,13 @@ pub struct Options {
     pub window: usize,
     /// Points the window must hold before anything is scored.
     pub min_points: usize,
+    /// `esd`: significance of the test.
+    pub alpha: f64,
+    /// `esd`, `stl`: points per season (0: no season).
+    pub season: usize,
+    /// `stl`: weight of a new point in its phase's seasonal average.
+    pub gamma: f64,
 }
-
-const KNOWN: &str = "k, window, min_points";
 
 impl Options {
     /// The defaults of `algo`.
@@ -81,6 +105,9 @@ impl Options {
             k: algo.default_k(),
             window: DEFAULT_WINDOW,
             min_points: default_min_points(DEFAULT_WINDOW),
+            alpha: 0.05,
+            season: 0,
+            gamma: 0.1,
         }
     }
 
@@ -99,7 +126,35 @@ impl Options {
                 value: value.to_string(),
                 reason: reason.to_string(),
             };
+            let known = algo.known();
+            if !known.split(", ").any(|n| n == name) {
+                return Err(MlError::UnknownOption {
+                    algorithm: algo.name(),
+                    option: name,
+                    known,
+                });
+            }
             match name.as_str() {
+                "alpha" => {
+                    o.alpha = value.parse().map_err(|_| bad("expected a number"))?;
+                    if !(o.alpha > 0.0 && o.alpha < 0.5) {
+                        return Err(bad("must be between 0 and 0.5"));
+                    }
+                }
+                "gamma" => {
+                    o.gamma = value.parse().map_err(|_| bad("expected a number"))?;
+                    if !(o.gamma > 0.0 && o.gamma <= 1.0) {
+                        return Err(bad("must be in (0, 1]"));
+                    }
+                }
+                "season" => {
+                    o.season = value.parse().map_err(|_| bad("expected a whole number"))?;
+                    if o.season == 1 || o.season > MAX_WINDOW {
+                        return Err(bad(&format!(
+                            "must be 0 (none) or between 2 and {MAX_WINDOW}"
+                        )));
+                    }
+                }
                 "k" => {
                     o.k = value.parse().map_err(|_| bad("expected a number"))?;
                     if !(o.k.is_finite() && o.k > 0.0) {
@@ -116,13 +171,7 @@ impl Options {
                     let n: usize = value.parse().map_err(|_| bad("expected a whole number"))?;
                     min_points = Some((n, bad("must be between 2 and the window")));
                 }
-                _ => {
-                    return Err(MlError::UnknownOption {
-                        algorithm: algo.name(),
-                        option: name,
-                        known: KNOWN,
-                    });
-                }
+                _ => unreachable!("{name} is known"),
             }
         }
         o.min_points = match min_points {
@@ -152,14 +201,36 @@ pub struct Detector {
     algo: Algorithm,
     opts: Options,
     window: Window,
+    /// `esd`, `stl`: the residuals of the points before, as scored.
+    resid: Window,
+    /// `esd`: per phase, its last values (up to [`SEASONS_KEPT`] seasons); `stl`: per phase,
+    /// its seasonal average (one value, NaN until the phase is seen).
+    phases: Vec<Window>,
+    seasonal: Vec<f64>,
+    /// Points seen (present ones), for the phase.
+    seen: u64,
 }
+
+/// Seasons of values per phase `esd` keeps for its seasonal median.
+pub const SEASONS_KEPT: usize = 8;
 
 impl Detector {
     pub fn new(algo: Algorithm, opts: Options) -> Detector {
+        let season = opts.season;
         Detector {
             algo,
             opts,
             window: Window::new(opts.window),
+            resid: Window::new(opts.window),
+            phases: match algo {
+                Algorithm::Esd => (0..season).map(|_| Window::new(SEASONS_KEPT)).collect(),
+                _ => Vec::new(),
+            },
+            seasonal: match algo {
+                Algorithm::Stl => vec![f64::NAN; season],
+                _ => Vec::new(),
+            },
+            seen: 0,
         }
     }
 
@@ -173,6 +244,9 @@ impl Detector {
         let Some(x) = x.filter(|v| !v.is_nan()) else {
             return none;
         };
+        if matches!(self.algo, Algorithm::Esd | Algorithm::Stl) {
+            return self.step_seasonal(x);
+        }
         let v = if self.window.len() < self.opts.min_points {
             none
         } else {
@@ -187,6 +261,7 @@ impl Detector {
                     let outside = if x < q1 { q1 - x } else { (x - q3).max(0.0) };
                     distance(outside, q3 - q1)
                 }
+                Algorithm::Esd | Algorithm::Stl => unreachable!("scored by step_seasonal"),
             };
             Verdict {
                 score,
@@ -194,6 +269,64 @@ impl Detector {
             }
         };
         self.window.push(x);
+        v
+    }
+}
+
+impl Detector {
+    /// `esd` and `stl`: the point's residual from the seasonal expectation, scored against
+    /// the residuals before it.
+    fn step_seasonal(&mut self, x: f64) -> Verdict {
+        let phase = match self.opts.season {
+            0 => None,
+            m => Some((self.seen % m as u64) as usize),
+        };
+        self.seen += 1;
+        let level = self.window.quantile(0.5);
+        let expected = match (self.algo, phase) {
+            (Algorithm::Esd, Some(p)) if self.phases[p].len() > 0 => self.phases[p].quantile(0.5),
+            (Algorithm::Stl, Some(p)) if !self.seasonal[p].is_nan() => level + self.seasonal[p],
+            _ => level,
+        };
+        let r = if expected.is_nan() { 0.0 } else { x - expected };
+        let v = if self.resid.len() < self.opts.min_points {
+            Verdict {
+                score: f64::NAN,
+                anomaly: false,
+            }
+        } else {
+            let m = self.resid.quantile(0.5);
+            let score = distance(r - m, 1.4826 * self.resid.mad(m));
+            let threshold = match self.algo {
+                Algorithm::Esd => stats::esd_critical(self.resid.len() + 1, self.opts.alpha),
+                _ => self.opts.k,
+            };
+            Verdict {
+                score,
+                anomaly: score > threshold,
+            }
+        };
+        // Learn: the level and residuals always (bounded windows); the seasonal shape only
+        // from normal points, so that an anomaly does not become the expectation.
+        self.window.push(x);
+        self.resid.push(r);
+        if let Some(p) = phase {
+            match self.algo {
+                Algorithm::Esd => self.phases[p].push(x),
+                // The level is a season's median only once the window spans two seasons.
+                _ if v.anomaly
+                    || self.window.len() < (2 * self.opts.season).min(self.opts.window) => {}
+                _ => {
+                    let d = x - level;
+                    let s = &mut self.seasonal[p];
+                    *s = if s.is_nan() {
+                        d
+                    } else {
+                        *s + self.opts.gamma * (d - *s)
+                    };
+                }
+            }
+        }
         v
     }
 }

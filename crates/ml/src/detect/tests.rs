@@ -22,7 +22,10 @@ fn options_parse_or_name_what_is_wrong() {
         Options {
             k: 3.0,
             window: 60,
-            min_points: 15
+            min_points: 15,
+            alpha: 0.05,
+            season: 0,
+            gamma: 0.1,
         }
     );
     let ok = |t: &str| Options::parse(Algorithm::NSigma, t).unwrap();
@@ -33,7 +36,8 @@ fn options_parse_or_name_what_is_wrong() {
         Options {
             k: 3.0,
             window: 20,
-            min_points: 8
+            min_points: 8,
+            ..d
         }
     );
     assert_eq!(
@@ -41,7 +45,8 @@ fn options_parse_or_name_what_is_wrong() {
         Options {
             k: 3.0,
             window: 4,
-            min_points: 4
+            min_points: 4,
+            ..d
         }
     );
     assert_eq!(
@@ -49,7 +54,8 @@ fn options_parse_or_name_what_is_wrong() {
         Options {
             k: 3.0,
             window: 100,
-            min_points: 5
+            min_points: 5,
+            ..d
         }
     );
     assert_eq!(Options::parse(Algorithm::Mad, "").unwrap().k, 3.5);
@@ -178,6 +184,7 @@ fn model(algo: Algorithm, o: Options, xs: &[Option<f64>]) -> Vec<f64> {
                     let outside = if x < q1 { q1 - x } else { (x - q3).max(0.0) };
                     distance(outside, q3 - q1)
                 }
+                Algorithm::Esd | Algorithm::Stl => unreachable!("not modelled here"),
             });
         }
         seen.push(x);
@@ -204,5 +211,73 @@ proptest! {
             prop_assert!(close(v.score, want[i]), "{algo:?} point {i}: {} vs {}", v.score, want[i]);
             prop_assert_eq!(v.anomaly, want[i] > o.k);
         }
+    }
+}
+
+/// A daily-shaped series (season 24) with noise, one spike at 300 and one dip at 420 that are
+/// small against the seasonal swing but large against the noise.
+fn seasonal() -> Vec<f64> {
+    (0..600)
+        .map(|i| {
+            let shape = 20.0 * (std::f64::consts::TAU * (i % 24) as f64 / 24.0).sin();
+            let noise = ((i * 7919) % 17) as f64 / 17.0 - 0.5;
+            let event = match i {
+                300 => 6.0,
+                420 => -6.0,
+                _ => 0.0,
+            };
+            50.0 + shape + noise + event
+        })
+        .collect()
+}
+
+#[test]
+fn seasonal_detectors_find_what_the_season_hides() {
+    for (algo, opts) in [
+        (Algorithm::Esd, "season=24,window=96"),
+        (Algorithm::Stl, "season=24,window=96"),
+    ] {
+        let mut d = Detector::new(algo, Options::parse(algo, opts).unwrap());
+        let flagged: Vec<usize> = seasonal()
+            .into_iter()
+            .enumerate()
+            .filter(|&(_, x)| d.step(Some(x)).anomaly)
+            .map(|(i, _)| i)
+            .filter(|&i| i >= 200)
+            .collect();
+        assert_eq!(flagged, vec![300, 420], "{algo:?} {opts}");
+    }
+    // Without the season the same events hide in the swing.
+    let mut d = Detector::new(
+        Algorithm::Mad,
+        Options::parse(Algorithm::Mad, "window=96").unwrap(),
+    );
+    let found = seasonal()
+        .into_iter()
+        .enumerate()
+        .filter(|&(i, x)| d.step(Some(x)).anomaly && (i == 300 || i == 420))
+        .count();
+    assert_eq!(found, 0, "a detector without the season misses them");
+}
+
+#[test]
+fn seasonal_options_are_checked_per_algorithm() {
+    for (algo, text, words) in [
+        (
+            Algorithm::Esd,
+            "k=3",
+            "unknown option \"k\" for esd (known: alpha, window, min_points, season)",
+        ),
+        (Algorithm::Esd, "alpha=0.7", "must be between 0 and 0.5"),
+        (Algorithm::Stl, "season=1", "must be 0 (none) or between 2"),
+        (Algorithm::Stl, "gamma=0", "must be in (0, 1]"),
+        (
+            Algorithm::NSigma,
+            "season=24",
+            "unknown option \"season\" for nsigma",
+        ),
+    ] {
+        let e = Options::parse(algo, text).unwrap_err().to_string();
+        assert!(e.contains(words), "{algo:?} {text}: {e}");
     }
 }
