@@ -135,45 +135,16 @@ pub fn choose(q: &Query) -> RollupPlan {
         fitting.into_iter().partition(|&i| v.worth_reading(i));
     let levels: Vec<i64> = dense.iter().map(|&i| v.resolutions[i]).collect();
     let sparse: Vec<i64> = thin.iter().map(|&i| v.resolutions[i]).collect();
-    let mut notes: Vec<String> = thin
-        .iter()
-        .map(|&i| {
-            let r = format_duration_ns(v.resolutions[i]);
-            match v.rows_per_state(i) {
-                Some(per) => format!(
-                    "{r} not read where raw rows exist ({per:.1} raw rows per state, fewer than {})",
-                    v.min_rows_per_state
-                ),
-                None => format!(
-                    "{r} not written (no files yet, or fewer than {} raw rows per state)",
-                    v.min_rows_per_state
-                ),
-            }
-        })
-        .collect();
+    let mut notes: Vec<String> = thin.iter().map(|&i| thin_note(v, i)).collect();
     let expired = v.raw_expired_until.filter(|&u| q.start < u);
     if levels.is_empty() && expired.is_none() {
         return RollupPlan::Raw(notes.join("; "));
     }
     if let Some(u) = expired {
-        let horizon = arrow::temporal_conversions::timestamp_ns_to_datetime(u)
-            .map_or_else(|| format!("{u} ns"), |t| format!("{t} UTC"));
-        let mut left: Vec<i64> = levels
-            .iter()
-            .chain(&sparse)
-            .copied()
-            .filter(|r| v.expired_resolutions.contains(r))
-            .collect();
+        let mut left: Vec<i64> = levels.iter().chain(&sparse).copied().collect();
+        left.retain(|r| v.expired_resolutions.contains(r));
         left.sort_unstable_by(|a, b| b.cmp(a));
-        notes.push(match left.is_empty() {
-            true => format!(
-                "raw rows before {horizon} expired and no rollup left there holds these buckets: a query over that range fails"
-            ),
-            false => format!(
-                "raw rows before {horizon} expired: buckets there from rollups {} only, a bucket counted when it starts in the range",
-                names(&left, ", ")
-            ),
-        });
+        notes.push(expired_note(u, &left));
     }
     let checked = matches!(q.key, Some(TimeKey::Scalar(_)));
     RollupPlan::Use {
@@ -182,6 +153,33 @@ pub fn choose(q: &Query) -> RollupPlan {
         checked,
         notes,
     }
+}
+
+/// Why resolution `i` is not read where raw rows exist.
+fn thin_note(v: &RollupView, i: usize) -> String {
+    let (r, min) = (format_duration_ns(v.resolutions[i]), v.min_rows_per_state);
+    match v.rows_per_state(i) {
+        Some(per) => format!(
+            "{r} not read where raw rows exist ({per:.1} raw rows per state, fewer than {min})"
+        ),
+        None => format!("{r} not written (no files yet, or fewer than {min} raw rows per state)"),
+    }
+}
+
+/// What a query over raw rows that expired before `until` reads: the rollups `left` there
+/// (coarsest first) that fit its buckets.
+fn expired_note(until: i64, left: &[i64]) -> String {
+    let horizon = arrow::temporal_conversions::timestamp_ns_to_datetime(until)
+        .map_or_else(|| format!("{until} ns"), |t| format!("{t} UTC"));
+    if left.is_empty() {
+        return format!(
+            "raw rows before {horizon} expired and no rollup left there holds these buckets: a query over that range fails"
+        );
+    }
+    format!(
+        "raw rows before {horizon} expired: buckets there from rollups {} only, a bucket counted when it starts in the range",
+        names(left, ", ")
+    )
 }
 
 /// What [`fold_region`] hands its caller: a rollup read's states, or a range to read raw.
