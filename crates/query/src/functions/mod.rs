@@ -10,7 +10,10 @@
 //! - `tempora_rollup('t', '1h')`: a table's rollup rows (see [`rollup_table`]).
 //! - `increase(v [, ts])`, `rate(v [, ts])`, `delta(v [, ts])`: counters with resets (see
 //!   [`counter`]).
+//! - `anomaly_detect(v, 'algorithm' [, 'options']) OVER (...)`, `anomaly_score(...)`: online
+//!   anomaly detection per partition in order (see [`anomaly`]).
 
+pub mod anomaly;
 pub mod columns;
 pub mod counter;
 pub mod date_trunc;
@@ -23,7 +26,7 @@ pub mod time_bucket;
 use std::sync::Arc;
 
 use datafusion::execution::context::SessionContext;
-use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
+use datafusion::logical_expr::{AggregateUDF, ScalarUDF, WindowUDF};
 
 /// Registers Tempora's functions in `ctx`.
 pub fn register_all(ctx: &SessionContext) {
@@ -39,6 +42,9 @@ pub fn register_all(ctx: &SessionContext) {
         counter::Kind::Delta,
     ] {
         ctx.register_udaf(AggregateUDF::new_from_impl(counter::Counter::new(kind)));
+    }
+    for output in [anomaly::Output::Detect, anomaly::Output::Score] {
+        ctx.register_udwf(WindowUDF::new_from_impl(anomaly::Anomaly::new(output)));
     }
     ctx.add_analyzer_rule(Arc::new(first_last::FirstLastTimeRule));
 }

@@ -1,0 +1,138 @@
+//! `anomaly_detect(value, 'algorithm' [, 'options'])` and `anomaly_score(...)` (issue 24):
+//! window functions that run one of `tempora_ml`'s detectors over each partition's rows in
+//! the window's order, one verdict per row. Written with an `OVER` clause they score each
+//! series in time order:
+//!
+//! ```sql
+//! SELECT time, host, anomaly_detect(usage_user, 'nsigma', 'k=3,window=60')
+//!          OVER (PARTITION BY host ORDER BY time) FROM cpu
+//! ```
+//!
+//! The algorithm and options are constants, parsed when the operator is built (an unknown
+//! algorithm or option is an error naming it, before any row is read); the value must be
+//! numeric. NULL values score NULL (`anomaly_score`) / false (`anomaly_detect`) and leave the
+//! detector's state as it was. The window frame is ignored: a detector always sees the
+//! partition from its first row.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Float64Array};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Float64Type};
+use datafusion::common::{Result, ScalarValue, plan_err};
+use datafusion::logical_expr::function::{PartitionEvaluatorArgs, WindowUDFFieldArgs};
+use datafusion::logical_expr::{
+    PartitionEvaluator, Signature, TypeSignature, Volatility, WindowUDFImpl,
+};
+use datafusion::physical_expr::expressions::Literal;
+use tempora_ml::detect::{Algorithm, Detector, Options};
+
+/// Which of the two functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Output {
+    /// `anomaly_detect`: whether the row is an anomaly.
+    Detect,
+    /// `anomaly_score`: its score (NaN while the detector has no evidence).
+    Score,
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct Anomaly {
+    output: Output,
+    signature: Signature,
+}
+
+impl Anomaly {
+    pub fn new(output: Output) -> Self {
+        Self {
+            output,
+            signature: Signature::one_of(
+                vec![TypeSignature::Any(2), TypeSignature::Any(3)],
+                Volatility::Immutable,
+            ),
+        }
+    }
+}
+
+impl WindowUDFImpl for Anomaly {
+    fn name(&self) -> &str {
+        match self.output {
+            Output::Detect => "anomaly_detect",
+            Output::Score => "anomaly_score",
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn partition_evaluator(
+        &self,
+        args: PartitionEvaluatorArgs,
+    ) -> Result<Box<dyn PartitionEvaluator>> {
+        let value = args.input_fields()[0].data_type();
+        if !value.is_numeric() {
+            return plan_err!("{} needs a numeric value, got {value}", self.name());
+        }
+        let text = |i: usize, what: &str| -> Result<Option<String>> {
+            let Some(e) = args.input_exprs().get(i) else {
+                return Ok(None);
+            };
+            match e.downcast_ref::<Literal>().map(Literal::value) {
+                Some(
+                    ScalarValue::Utf8(Some(s))
+                    | ScalarValue::LargeUtf8(Some(s))
+                    | ScalarValue::Utf8View(Some(s)),
+                ) => Ok(Some(s.clone())),
+                _ => plan_err!("{}: the {what} must be a constant string", self.name()),
+            }
+        };
+        let name = text(1, "algorithm")?.unwrap_or_default();
+        let algo = Algorithm::parse(&name).map_err(|e| plan_error(self.name(), e))?;
+        let opts = Options::parse(algo, &text(2, "options")?.unwrap_or_default())
+            .map_err(|e| plan_error(self.name(), e))?;
+        Ok(Box::new(Evaluator {
+            output: self.output,
+            algo,
+            opts,
+        }))
+    }
+
+    fn field(&self, args: WindowUDFFieldArgs) -> Result<FieldRef> {
+        let ty = match self.output {
+            Output::Detect => DataType::Boolean,
+            Output::Score => DataType::Float64,
+        };
+        Ok(Arc::new(Field::new(args.name(), ty, true)))
+    }
+}
+
+fn plan_error(f: &str, e: tempora_ml::MlError) -> datafusion::error::DataFusionError {
+    datafusion::error::DataFusionError::Plan(format!("{f}: {e}"))
+}
+
+#[derive(Debug)]
+struct Evaluator {
+    output: Output,
+    algo: Algorithm,
+    opts: Options,
+}
+
+impl PartitionEvaluator for Evaluator {
+    fn evaluate_all(&mut self, values: &[ArrayRef], num_rows: usize) -> Result<ArrayRef> {
+        let v = cast(&values[0], &DataType::Float64)?;
+        let v = v.as_primitive::<Float64Type>();
+        debug_assert_eq!(v.len(), num_rows);
+        let mut d = Detector::new(self.algo, self.opts);
+        let verdicts =
+            (0..num_rows).map(|i| (v.is_valid(i), d.step(v.is_valid(i).then(|| v.value(i)))));
+        Ok(match self.output {
+            Output::Detect => Arc::new(BooleanArray::from_iter(
+                verdicts.map(|(valid, x)| valid.then_some(x.anomaly)),
+            )),
+            Output::Score => Arc::new(Float64Array::from_iter(
+                verdicts.map(|(valid, x)| valid.then_some(x.score)),
+            )),
+        })
+    }
+}
