@@ -32,6 +32,27 @@ fn put(e: &Engine, table: &str, rows: impl Iterator<Item = (String, i64, f64)>) 
     out.rejected.into_iter().map(|r| r.reason).collect()
 }
 
+/// An in-memory engine's I/O on a manual clock, and options with fixed one-hour partitions.
+fn hourly() -> (EngineIo, std::sync::Arc<ManualClock>, EngineOptions) {
+    let clock = ManualClock::new(0);
+    let (mut io, _) = EngineIo::memory();
+    io.clock = clock.clone();
+    let mut opts = auto_opts();
+    opts.partition_ns = HOUR;
+    opts.partition_auto = false;
+    (io, clock, opts)
+}
+
+/// Creates table `cpu` with `rollups` and retention `ttl`.
+fn create_with_rollups(e: &Engine, rollups: &str, ttl_text: &str) {
+    let settings = StorageSettings {
+        rollups: Some(tempora_storage::catalog::rollups::RollupList::parse(rollups).unwrap()),
+        ..ttl(ttl_text)
+    };
+    let schema = tempora_model::TableSchema::new("cpu");
+    e.create_table_with("cpu", schema, false, settings).unwrap();
+}
+
 fn ttl(v: &str) -> StorageSettings {
     StorageSettings {
         ttl: Some(parse_ttl(v).unwrap()),
@@ -135,13 +156,8 @@ fn a_width_set_by_the_user_applies_to_new_partitions_only() {
 
 #[test]
 fn retention_of_a_table_and_of_its_database_expire_at_the_deadline() {
-    let clock = ManualClock::new(0);
-    let (mut io, _) = EngineIo::memory();
-    io.clock = clock.clone();
-    let mut opts = auto_opts();
     // Fixed one-hour partitions so that expiry is visible hour by hour.
-    opts.partition_ns = HOUR;
-    opts.partition_auto = false;
+    let (io, clock, opts) = hourly();
     let e = Engine::open(opts.clone(), io.clone()).unwrap();
     e.create_database_with("d", ttl("1d")).unwrap();
     e.create_table_with(
@@ -217,24 +233,9 @@ fn stored(io: &EngineIo, suffix: &str) -> usize {
 #[test]
 fn rollups_outlive_the_raw_rows_each_to_its_own_ttl() {
     const MIN: i64 = 60 * SEC;
-    let clock = ManualClock::new(0);
-    let (mut io, _) = EngineIo::memory();
-    io.clock = clock.clone();
-    let mut opts = auto_opts();
-    opts.partition_ns = HOUR;
-    opts.partition_auto = false;
+    let (io, clock, opts) = hourly();
     let e = Engine::open(opts.clone(), io.clone()).unwrap();
-    let settings = StorageSettings {
-        rollups: Some(tempora_storage::catalog::rollups::RollupList::parse("1m:2d,1h:5d").unwrap()),
-        ..ttl("1d")
-    };
-    e.create_table_with(
-        "cpu",
-        tempora_model::TableSchema::new("cpu"),
-        false,
-        settings,
-    )
-    .unwrap();
+    create_with_rollups(&e, "1m:2d,1h:5d", "1d");
     let now = 10 * DAY;
     clock.set(now);
     // Four hours of two hosts every 10 s, ending 2 h before now.
@@ -323,24 +324,9 @@ fn rollups_outlive_the_raw_rows_each_to_its_own_ttl() {
 
 #[test]
 fn a_rollup_ttl_shorter_than_the_raw_rows_drops_only_that_rollup() {
-    let clock = ManualClock::new(0);
-    let (mut io, _) = EngineIo::memory();
-    io.clock = clock.clone();
-    let mut opts = auto_opts();
-    opts.partition_ns = HOUR;
-    opts.partition_auto = false;
+    let (io, clock, opts) = hourly();
     let e = Engine::open(opts, io.clone()).unwrap();
-    let settings = StorageSettings {
-        rollups: Some(tempora_storage::catalog::rollups::RollupList::parse("1m:1h,1h").unwrap()),
-        ..ttl("forever")
-    };
-    e.create_table_with(
-        "cpu",
-        tempora_model::TableSchema::new("cpu"),
-        false,
-        settings,
-    )
-    .unwrap();
+    create_with_rollups(&e, "1m:1h,1h", "forever");
     let now = 10 * DAY;
     clock.set(now);
     let rows = (0..360).map(|i| ("a".to_string(), now - 3 * HOUR + i * 10 * SEC, i as f64));

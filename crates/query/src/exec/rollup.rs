@@ -21,7 +21,7 @@
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::memory_pool::MemoryReservation;
 use tempora_storage::ScanPlan;
-use tempora_storage::catalog::settings::format_duration_ns;
+use tempora_storage::catalog::settings::{format_duration_ns, format_time_ns};
 use tempora_storage::rollup::partial::{PartialRun, bucket_of};
 use tempora_storage::rollup::read::{normalize, outside};
 use tempora_storage::rollup::view::RollupView;
@@ -169,8 +169,7 @@ fn thin_note(v: &RollupView, i: usize) -> String {
 /// What a query over raw rows that expired before `until` reads: the rollups `left` there
 /// (coarsest first) that fit its buckets.
 fn expired_note(until: i64, left: &[i64]) -> String {
-    let horizon = arrow::temporal_conversions::timestamp_ns_to_datetime(until)
-        .map_or_else(|| format!("{until} ns"), |t| format!("{t} UTC"));
+    let horizon = format_time_ns(until);
     if left.is_empty() {
         return format!(
             "raw rows before {horizon} expired and no rollup left there holds these buckets: a query over that range fails"

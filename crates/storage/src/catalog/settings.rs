@@ -216,6 +216,13 @@ pub fn format_setting(s: Setting, unbounded: &str) -> String {
     }
 }
 
+/// An instant in ns since the epoch as messages and EXPLAIN show it: `2026-10-27 00:00:00 UTC`
+/// (`<n> ns` outside chrono's range).
+pub fn format_time_ns(n: i64) -> String {
+    arrow::temporal_conversions::timestamp_ns_to_datetime(n)
+        .map_or_else(|| format!("{n} ns"), |t| format!("{t} UTC"))
+}
+
 /// `n` ns in the largest unit that divides it.
 pub fn format_duration_ns(n: i64) -> String {
     const UNITS: [(i64, &str); 8] = [

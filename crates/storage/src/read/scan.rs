@@ -190,11 +190,9 @@ impl ScanPlan {
     /// The error for raw rows of region `i` that expired, naming `what` needed them.
     pub fn raw_expired_error(&self, i: usize, what: &str) -> StorageError {
         let end = self.regions[i].region.key.end;
-        let horizon = arrow::temporal_conversions::timestamp_ns_to_datetime(end)
-            .map_or_else(|| format!("{end} ns"), |t| format!("{t} UTC"));
         StorageError::RawExpired {
             table: self.table.clone(),
-            horizon,
+            horizon: crate::catalog::settings::format_time_ns(end),
             what: what.to_string(),
         }
     }
