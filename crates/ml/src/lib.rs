@@ -5,6 +5,9 @@
 //! | module | what it holds |
 //! |---|---|
 //! | [`detect`] | online anomaly detectors over one series in time order: `nsigma`, `mad`, `iqr`, `esd`, `stl`, their options, and their kept state (the distribution functions they need in `detect::stats`) |
+//! | [`forecast`] | forecasting one series: seasonal naive, AutoETS, MSTL, `auto` by holdout error |
+//! | [`season`] | autocorrelation, season detection, filling missing values |
+//! | [`model`] | a model: its options, one fitted detector or forecast per series, training on every core, and its file format |
 //! | [`error`] | the crate's error type |
 //!
 //! Invariants:
@@ -18,5 +21,8 @@
 
 pub mod detect;
 pub mod error;
+pub mod forecast;
+pub mod model;
+pub mod season;
 
 pub use error::MlError;

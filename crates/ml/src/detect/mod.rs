@@ -17,14 +17,14 @@
 //! | `esd` | seasonal hybrid ESD: the residual from the seasonal median (`season` points; 0: the window's median), as a robust z-score against the residual window; an anomaly when above the generalized ESD critical value at `alpha` (default 0.05) for the window's size | — |
 //! | `stl` | online robust seasonal-trend decomposition: trend = the window's median, seasonal = per phase an exponential average (`gamma`, default 0.1) of value minus trend, learnt only from normal points; the residual as a robust z-score against the residual window | 3.5 |
 
-mod stats;
+pub(crate) mod stats;
 mod window;
 
 use crate::error::MlError;
 use window::Window;
 
 /// An ad hoc detection algorithm.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Algorithm {
     NSigma,
     Mad,
@@ -82,7 +82,7 @@ pub const MAX_WINDOW: usize = 100_000;
 pub const DEFAULT_WINDOW: usize = 60;
 
 /// A detector's options, parsed from `'k=3,window=60'`.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Options {
     /// Threshold: a point whose score exceeds it is an anomaly.
     pub k: f64,
@@ -196,7 +196,7 @@ pub struct Verdict {
 }
 
 /// One series' detector: feed its values in time order.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Detector {
     algo: Algorithm,
     opts: Options,
@@ -236,6 +236,25 @@ impl Detector {
 
     /// Scores `x` against the points before it, then takes it into the window. A missing
     /// value (`None`, NaN) scores NaN and leaves the state as it was.
+    /// The algorithm this detector runs.
+    pub fn algorithm(&self) -> Algorithm {
+        self.algo
+    }
+
+    /// The options it runs with.
+    pub fn options(&self) -> &Options {
+        &self.opts
+    }
+
+    /// Bytes of memory its state holds (an estimate for memory budgets).
+    pub fn state_bytes(&self) -> usize {
+        let windows = 2 + self.phases.len();
+        std::mem::size_of::<Self>()
+            + 16 * (self.opts.window * 2 + self.phases.len() * SEASONS_KEPT)
+            + 48 * windows
+            + 8 * self.seasonal.len()
+    }
+
     pub fn step(&mut self, x: Option<f64>) -> Verdict {
         let none = Verdict {
             score: f64::NAN,

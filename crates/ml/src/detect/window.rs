@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(super) struct Window {
     cap: usize,
     order: VecDeque<f64>,
