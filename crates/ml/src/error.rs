@@ -3,7 +3,9 @@
 /// What can go wrong in this crate.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum MlError {
-    #[error("unknown anomaly detection algorithm {0:?} (known: nsigma, mad, iqr, esd, stl)")]
+    #[error(
+        "unknown anomaly detection algorithm {0:?} (known: nsigma, mad, iqr, esd, stl, discord)"
+    )]
     UnknownAlgorithm(String),
     #[error("unknown option {option:?} for {algorithm} (known: {known})")]
     UnknownOption {

@@ -35,7 +35,8 @@ pub fn acf(y: &[f64], lag: usize) -> f64 {
 /// The period `y` repeats at, if any (see the module's invariants). `y` has no NaN.
 ///
 /// The autocorrelation is of the first differences, so that a trend does not make every lag
-/// look alike; the period is the lag of its highest local maximum.
+/// look alike; the period is the lag of its highest local maximum past its first
+/// non-positive value.
 pub fn detect(y: &[f64]) -> Option<usize> {
     let n = y.len();
     if n < MIN_POINTS {
@@ -44,7 +45,10 @@ pub fn detect(y: &[f64]) -> Option<usize> {
     let d: Vec<f64> = y.windows(2).map(|w| w[1] - w[0]).collect();
     let r = acf_all(&d);
     let max_lag = (n / 2).min(r.len().saturating_sub(2));
-    (2..=max_lag)
+    // Smoothness makes the first lags correlate: a season starts past the first lag at which
+    // the autocorrelation stops being positive.
+    let first = (1..r.len()).find(|&i| r[i] <= 0.0)?;
+    (first.max(2)..=max_lag)
         .filter(|&p| r[p] >= MIN_ACF && r[p] >= r[p - 1] && r[p] >= r[p + 1])
         .max_by(|&a, &b| r[a].total_cmp(&r[b]).then(b.cmp(&a)))
 }

@@ -17,6 +17,7 @@
 //! | `esd` | seasonal hybrid ESD: the residual from the seasonal median (`season` points; 0: the window's median), as a robust z-score against the residual window; an anomaly when above the generalized ESD critical value at `alpha` (default 0.05) for the window's size | — |
 //! | `stl` | online robust seasonal-trend decomposition: trend = the window's median, seasonal = per phase an exponential average (`gamma`, default 0.1) of value minus trend, learnt only from normal points; the residual as a robust z-score against the residual window | 3.5 |
 
+mod discord;
 pub(crate) mod stats;
 mod window;
 
@@ -31,6 +32,7 @@ pub enum Algorithm {
     Iqr,
     Esd,
     Stl,
+    Discord,
 }
 
 impl Algorithm {
@@ -42,6 +44,7 @@ impl Algorithm {
             "iqr" => Ok(Algorithm::Iqr),
             "esd" => Ok(Algorithm::Esd),
             "stl" => Ok(Algorithm::Stl),
+            "discord" => Ok(Algorithm::Discord),
             _ => Err(MlError::UnknownAlgorithm(name.to_string())),
         }
     }
@@ -53,6 +56,7 @@ impl Algorithm {
             Algorithm::Iqr => "iqr",
             Algorithm::Esd => "esd",
             Algorithm::Stl => "stl",
+            Algorithm::Discord => "discord",
         }
     }
 
@@ -60,6 +64,7 @@ impl Algorithm {
         match self {
             Algorithm::NSigma => 3.0,
             Algorithm::Mad | Algorithm::Stl => 3.5,
+            Algorithm::Discord => 4.0,
             Algorithm::Iqr => 1.5,
             // Unused: the ESD test's critical value is the threshold.
             Algorithm::Esd => f64::INFINITY,
@@ -72,6 +77,7 @@ impl Algorithm {
             Algorithm::NSigma | Algorithm::Mad | Algorithm::Iqr => "k, window, min_points",
             Algorithm::Esd => "alpha, window, min_points, season",
             Algorithm::Stl => "k, window, min_points, season, gamma",
+            Algorithm::Discord => "k, window, min_points, m",
         }
     }
 }
@@ -96,18 +102,22 @@ pub struct Options {
     pub season: usize,
     /// `stl`: weight of a new point in its phase's seasonal average.
     pub gamma: f64,
+    /// `discord`: the subsequence length.
+    pub m: usize,
 }
 
 impl Options {
     /// The defaults of `algo`.
     pub fn defaults(algo: Algorithm) -> Options {
+        let window = default_window(algo);
         Options {
             k: algo.default_k(),
-            window: DEFAULT_WINDOW,
-            min_points: default_min_points(DEFAULT_WINDOW),
+            window,
+            min_points: default_min_points(algo, window),
             alpha: 0.05,
             season: 0,
             gamma: 0.1,
+            m: DEFAULT_M,
         }
     }
 
@@ -167,6 +177,12 @@ impl Options {
                         return Err(bad(&format!("must be between 2 and {MAX_WINDOW}")));
                     }
                 }
+                "m" => {
+                    o.m = value.parse().map_err(|_| bad("expected a whole number"))?;
+                    if !(2..=MAX_M).contains(&o.m) {
+                        return Err(bad(&format!("must be between 2 and {MAX_M}")));
+                    }
+                }
                 "min_points" => {
                     let n: usize = value.parse().map_err(|_| bad("expected a whole number"))?;
                     min_points = Some((n, bad("must be between 2 and the window")));
@@ -177,14 +193,37 @@ impl Options {
         o.min_points = match min_points {
             Some((n, _)) if (2..=o.window).contains(&n) => n,
             Some((_, err)) => return Err(err),
-            None => default_min_points(o.window),
+            None => default_min_points(algo, o.window),
         };
+        if algo == Algorithm::Discord && o.window <= o.m {
+            return Err(MlError::BadOption {
+                algorithm: algo.name(),
+                option: "window".into(),
+                value: o.window.to_string(),
+                reason: format!("must be longer than m ({})", o.m),
+            });
+        }
         Ok(o)
     }
 }
 
-fn default_min_points(window: usize) -> usize {
-    (window / 4).max(8).min(window)
+/// `discord`'s default subsequence length, and its longest.
+pub const DEFAULT_M: usize = 8;
+pub const MAX_M: usize = 1_000;
+
+fn default_window(algo: Algorithm) -> usize {
+    match algo {
+        Algorithm::Discord => 1_000,
+        _ => DEFAULT_WINDOW,
+    }
+}
+
+fn default_min_points(algo: Algorithm, window: usize) -> usize {
+    match algo {
+        // Distances, not points: enough to know what a usual neighbour distance is.
+        Algorithm::Discord => 50.min(window),
+        _ => (window / 4).max(8).min(window),
+    }
 }
 
 /// A point's verdict.
@@ -209,6 +248,7 @@ pub struct Detector {
     seasonal: Vec<f64>,
     /// Points seen (present ones), for the phase.
     seen: u64,
+    discord: Option<discord::Discord>,
 }
 
 /// Seasons of values per phase `esd` keeps for its seasonal median.
@@ -231,6 +271,8 @@ impl Detector {
                 _ => Vec::new(),
             },
             seen: 0,
+            discord: (algo == Algorithm::Discord)
+                .then(|| discord::Discord::new(opts.m, opts.window)),
         }
     }
 
@@ -249,7 +291,11 @@ impl Detector {
     /// Bytes of memory its state holds (an estimate for memory budgets).
     pub fn state_bytes(&self) -> usize {
         let windows = 2 + self.phases.len();
-        std::mem::size_of::<Self>()
+        let discord = self.discord.as_ref().map_or(0, |_| {
+            8 * (self.opts.window + self.opts.m) + 16 * discord::DISTANCES_KEPT
+        });
+        discord
+            + std::mem::size_of::<Self>()
             + 16 * (self.opts.window * 2 + self.phases.len() * SEASONS_KEPT)
             + 48 * windows
             + 8 * self.seasonal.len()
@@ -266,6 +312,13 @@ impl Detector {
         if matches!(self.algo, Algorithm::Esd | Algorithm::Stl) {
             return self.step_seasonal(x);
         }
+        if let Some(d) = &mut self.discord {
+            let score = d.step(x, self.opts.min_points);
+            return Verdict {
+                score,
+                anomaly: score > self.opts.k,
+            };
+        }
         let v = if self.window.len() < self.opts.min_points {
             none
         } else {
@@ -281,6 +334,7 @@ impl Detector {
                     distance(outside, q3 - q1)
                 }
                 Algorithm::Esd | Algorithm::Stl => unreachable!("scored by step_seasonal"),
+                Algorithm::Discord => unreachable!("scored by its discord state"),
             };
             Verdict {
                 score,

@@ -26,6 +26,7 @@ fn options_parse_or_name_what_is_wrong() {
             alpha: 0.05,
             season: 0,
             gamma: 0.1,
+            m: 8,
         }
     );
     let ok = |t: &str| Options::parse(Algorithm::NSigma, t).unwrap();
@@ -184,7 +185,9 @@ fn model(algo: Algorithm, o: Options, xs: &[Option<f64>]) -> Vec<f64> {
                     let outside = if x < q1 { q1 - x } else { (x - q3).max(0.0) };
                     distance(outside, q3 - q1)
                 }
-                Algorithm::Esd | Algorithm::Stl => unreachable!("not modelled here"),
+                Algorithm::Esd | Algorithm::Stl | Algorithm::Discord => {
+                    unreachable!("not modelled here")
+                }
             });
         }
         seen.push(x);
@@ -280,4 +283,22 @@ fn seasonal_options_are_checked_per_algorithm() {
         let e = Options::parse(algo, text).unwrap_err().to_string();
         assert!(e.contains(words), "{algo:?} {text}: {e}");
     }
+}
+
+#[test]
+fn discord_has_its_own_defaults_and_checks_m_against_the_window() {
+    let d = Options::defaults(Algorithm::Discord);
+    assert_eq!((d.window, d.min_points, d.m, d.k), (1000, 50, 8, 4.0));
+    let e = Options::parse(Algorithm::Discord, "m=20,window=10")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("longer than m"), "{e}");
+    let e = Options::parse(Algorithm::Discord, "m=1")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("between 2"), "{e}");
+    let e = Options::parse(Algorithm::Mad, "m=4")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("unknown option"), "{e}");
 }

@@ -4,9 +4,9 @@
 //!
 //! Invariants:
 //! - A series' rows are in time order; its step is the median gap between rows.
-//! - `auto` detection considers `mad` always and, when the series has a season (given or
-//!   detected), `stl` and `esd` at that season; the candidate flagging the fewest training
-//!   points wins (ties: the earlier). The winner's state after the last training point is
+//! - `auto` detection considers, for a series with a season (given or detected), `stl` at
+//!   that season and `discord` (subsequence shapes), and for one without, `mad` and
+//!   `discord`; the candidate flagging the fewest training points wins (ties: the earlier). The winner's state after the last training point is
 //!   kept, so scoring continues from there.
 
 use serde::{Deserialize, Serialize};
@@ -79,6 +79,9 @@ impl SeriesModel {
                 }
                 if o.season > 0 {
                     s += &format!(", season={}", o.season);
+                }
+                if d.detector.algorithm() == Algorithm::Discord {
+                    s += &format!(", m={}", o.m);
                 }
                 s
             }
@@ -234,21 +237,7 @@ fn detect(
             }
             vec![Detector::new(a, Options::parse(a, &text)?)]
         }
-        None => {
-            let mut c = vec![Algorithm::Mad];
-            if season >= 2 {
-                c.extend([Algorithm::Stl, Algorithm::Esd]);
-            }
-            c.into_iter()
-                .map(|a| {
-                    let text = match a {
-                        Algorithm::Mad => spec.detector_options.clone(),
-                        _ => join(&spec.detector_options, &format!("season={season}")),
-                    };
-                    Options::parse(a, &text).map(|o| Detector::new(a, o))
-                })
-                .collect::<Result<_, _>>()?
-        }
+        None => auto_candidates(&spec.detector_options, season)?,
     };
     let need = candidates[0].options().min_points + 1;
     if present < need {
@@ -280,6 +269,30 @@ fn detect(
             Vec::new()
         },
     })
+}
+
+/// `auto`'s candidates: with a season `s`, `stl` at that season (`k=5`) and `discord` with
+/// subsequences of `s / 12` points (8 to 64); without, `mad` and `discord` with 8-point
+/// subsequences. The model's `window` applies to `mad` and `stl`.
+fn auto_candidates(window: &str, season: usize) -> Result<Vec<Detector>, MlError> {
+    let value = if season >= 2 {
+        vec![(
+            Algorithm::Stl,
+            join(window, &format!("season={season},k=5")),
+        )]
+    } else {
+        vec![(Algorithm::Mad, window.to_string())]
+    };
+    let m = if season >= 2 {
+        (season / 12).clamp(8, 64)
+    } else {
+        8
+    };
+    value
+        .into_iter()
+        .chain([(Algorithm::Discord, format!("m={m}"))])
+        .map(|(a, text)| Options::parse(a, &text).map(|o| Detector::new(a, o)))
+        .collect()
 }
 
 fn join(a: &str, b: &str) -> String {
