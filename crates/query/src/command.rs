@@ -25,9 +25,17 @@ use crate::sql::ddl::{AlterSettings, AlterTarget};
 use tempora_storage::catalog::settings::StorageSettings;
 
 /// Runs `c` for a session of `db` whose settings are `opts`.
-pub async fn run(q: &QueryService, db: &str, opts: &mut QueryOptions, c: &Command) -> Result<()> {
+pub async fn run(
+    q: &QueryService,
+    db: &str,
+    opts: &mut QueryOptions,
+    c: &Command,
+    now_ns: i64,
+) -> Result<()> {
     let dbs = q.dbs.clone();
     match c {
+        // Boxed: training reads its rows through the service, which runs commands.
+        Command::Model(m) => Box::pin(crate::models::run::run(q, db, opts, m, now_ns)).await,
         Command::Set(s) => opts.apply(s),
         Command::CreateDatabase(c) => {
             let settings = StorageSettings::from_options(&c.options)?;
@@ -52,6 +60,7 @@ pub async fn run(q: &QueryService, db: &str, opts: &mut QueryOptions, c: &Comman
             }
             let (dbs2, name) = (dbs.clone(), d.name.clone());
             blocking(move || dbs2.drop_database(&name).map(|_| ())).await?;
+            q.models.forget_database(&d.name);
             q.forget(&d.name);
             Ok(())
         }

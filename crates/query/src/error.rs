@@ -36,6 +36,21 @@ pub enum QueryError {
     Timeout(std::time::Duration),
     #[error("the result has more than {0} rows (max_result_rows); add a LIMIT or aggregate")]
     TooManyRows(usize),
+    #[error("model {0:?} does not exist")]
+    ModelNotFound(String),
+    #[error("model {0:?} already exists")]
+    DuplicateModel(String),
+    /// A model that is training or failed (HTTP 409, SQLSTATE 55000).
+    #[error("{0}")]
+    ModelNotReady(String),
+}
+
+/// A query error an operator or function handed DataFusion (as `External`).
+fn query_root(e: &datafusion::error::DataFusionError) -> Option<&QueryError> {
+    match e.find_root() {
+        datafusion::error::DataFusionError::External(x) => x.downcast_ref(),
+        _ => None,
+    }
 }
 
 /// DataFusion prints a context on its own line above the cause ("DELETE operation on table
@@ -45,9 +60,10 @@ fn one_line(e: &datafusion::error::DataFusionError) -> String {
         datafusion::error::DataFusionError::Context(ctx, inner) => {
             format!("{ctx}: {}", one_line(inner))
         }
-        e => match storage_root(e) {
-            Some(s) => format!("storage: {s}"),
-            None => e.to_string(),
+        e => match (storage_root(e), query_root(e)) {
+            (Some(s), _) => format!("storage: {s}"),
+            (None, Some(q)) => q.to_string(),
+            (None, None) => e.to_string(),
         },
     }
 }
@@ -77,6 +93,9 @@ impl QueryError {
             Self::DataFusion(e) if storage_root(e).is_some() => {
                 storage_root(e).map_or(500, |s| s.http_status())
             }
+            Self::DataFusion(e) if query_root(e).is_some() => {
+                query_root(e).map_or(500, |q| q.http_status())
+            }
             Self::DataFusion(e) => match e.find_root() {
                 D::SQL(..) | D::Plan(_) | D::SchemaError(..) | D::NotImplemented(_) => 400,
                 D::ResourcesExhausted(_) => 507,
@@ -85,6 +104,8 @@ impl QueryError {
             Self::Storage(e) => e.http_status(),
             Self::Timeout(_) => 408,
             Self::TooManyRows(_) => 400,
+            Self::ModelNotFound(_) => 404,
+            Self::DuplicateModel(_) | Self::ModelNotReady(_) => 409,
         }
     }
 
@@ -106,6 +127,9 @@ impl QueryError {
             Self::DataFusion(e) if storage_root(e).is_some() => {
                 storage_root(e).map_or("XX000", |s| s.sqlstate())
             }
+            Self::DataFusion(e) if query_root(e).is_some() => {
+                query_root(e).map_or("XX000", |q| q.sqlstate())
+            }
             Self::DataFusion(e) => match e.find_root() {
                 D::SQL(..) => "42601",
                 D::SchemaError(..) => "42703",
@@ -115,6 +139,9 @@ impl QueryError {
                 _ => "XX000",
             },
             Self::Storage(e) => e.sqlstate(),
+            Self::ModelNotFound(_) => "42704",
+            Self::DuplicateModel(_) => "42710",
+            Self::ModelNotReady(_) => "55000",
         }
     }
 }

@@ -20,6 +20,7 @@
 //! | `rules/` | analyzer and optimizer rules that choose Tempora's nodes by what a plan means |
 //! | `exec/` | physical operators and the planner that makes them from the nodes |
 //! | `functions/` | scalar, aggregate and table functions |
+//! | `models/` | `CREATE MODEL`: the registry, training in the background, kept scoring state |
 //!
 //! Invariants:
 //! - Engine calls (which block) run on the blocking pool, never on the async runtime.
@@ -36,6 +37,7 @@ pub mod functions;
 pub mod insert;
 pub mod latest_rows;
 pub mod limits;
+pub mod models;
 pub mod nodes;
 pub mod options;
 pub mod params;

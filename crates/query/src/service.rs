@@ -64,6 +64,8 @@ pub struct QueryLimits {
     /// Fewest values an aggregate reads for it to be folded on several threads
     /// ([`crate::exec::aggregate::PARALLEL_MIN_VALUES`]).
     pub parallel_min_values: u64,
+    /// Memory one model's training may hold: its rows and its fitted series (bytes).
+    pub model_memory_bytes: usize,
 }
 
 impl Default for QueryLimits {
@@ -77,6 +79,7 @@ impl Default for QueryLimits {
             operators: true,
             plan_cache_entries: crate::cache::DEFAULT_ENTRIES,
             parallel_min_values: crate::exec::aggregate::PARALLEL_MIN_VALUES,
+            model_memory_bytes: 1 << 30,
         }
     }
 }
@@ -180,6 +183,8 @@ pub struct QueryService {
     pub(crate) cache: crate::cache::PlanCache,
     /// Called on each new session (the server installs `pg_catalog` here).
     hook: Option<ContextHook>,
+    /// Every database's models (`CREATE MODEL`).
+    pub models: Arc<crate::models::Models>,
 }
 
 impl QueryService {
@@ -189,7 +194,9 @@ impl QueryService {
             .with_memory_pool(pool.clone())
             .build_arc()?;
         let cache = crate::cache::PlanCache::new(limits.plan_cache_entries);
+        let models = crate::models::run::open(dbs.engine().clone(), limits.model_memory_bytes);
         Ok(Self {
+            models,
             dbs,
             limits,
             runtime,
@@ -247,6 +254,17 @@ impl QueryService {
         let ctx = SessionContext::new_with_state(state);
         crate::functions::register_all(&ctx);
         crate::rules::register_all(&ctx);
+        ctx.add_analyzer_rule(Arc::new(crate::rules::anomaly::AnomalyRule {
+            models: self.models.clone(),
+            db: db.to_string(),
+        }));
+        ctx.register_udtf(
+            "forecast",
+            Arc::new(crate::functions::forecast::ForecastFn {
+                models: self.models.clone(),
+                db: db.to_string(),
+            }),
+        );
         ctx.register_udtf(
             "tempora_columns",
             Arc::new(crate::functions::columns::ColumnsFn {
@@ -389,7 +407,7 @@ impl QueryService {
         db: &str,
         stmt: &Statement,
     ) -> Result<Prepared> {
-        let planned = crate::plan::plan(state, &self.dbs, db, stmt).await?;
+        let planned = crate::plan::plan(state, &self.dbs, &self.models, db, stmt).await?;
         let kind = match planned {
             Planned::Query(plan) => {
                 let plan = state.optimize(&plan)?;
@@ -461,7 +479,7 @@ impl QueryService {
                 })
             }
             PreparedKind::Command(c) => {
-                crate::command::run(self, db, opts, c).await?;
+                crate::command::run(self, db, opts, c, now_ns).await?;
                 Ok(Output::Done {
                     tag: p.statement.tag(),
                 })
@@ -580,6 +598,11 @@ impl QueryService {
     }
 
     /// Runs one SQL text in `db` under the server's limits and collects its result.
+    /// Restarts the model trainings a restart interrupted (the server calls it at start).
+    pub async fn resume_models(&self) {
+        crate::models::run::resume(self).await
+    }
+
     pub async fn sql(&self, db: &str, sql: &str, now_ns: i64) -> Result<QueryOutput> {
         self.sql_with(db, sql, now_ns, &QueryOptions::default())
             .await

@@ -84,6 +84,8 @@ pub struct Config {
     /// Fewest values (estimated rows × (aggregates + 1)) an aggregate reads for it to be
     /// folded on several threads.
     pub query_parallel_min_values: u64,
+    /// Memory one model's training may hold: its rows and fitted series (`CREATE MODEL`).
+    pub model_memory_bytes: usize,
     /// `text` or `json` logs.
     pub log_format: String,
 }
@@ -122,6 +124,7 @@ impl Default for Config {
             query_operators: true,
             plan_cache_entries: 1024,
             query_parallel_min_values: tempora_query::exec::aggregate::PARALLEL_MIN_VALUES,
+            model_memory_bytes: 1 << 30,
             log_format: "text".into(),
         }
     }
@@ -266,6 +269,7 @@ impl Config {
             "max_result_rows" => self.max_result_rows = num(value)?,
             "plan_cache_entries" => self.plan_cache_entries = num(value)?,
             "query_parallel_min_values" => self.query_parallel_min_values = num(value)? as u64,
+            "model_memory_bytes" => self.model_memory_bytes = size(value)?,
             "query_operators" | "query_fast_path" => {
                 self.query_operators = match value {
                     "true" | "on" | "1" => true,

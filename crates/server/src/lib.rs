@@ -118,6 +118,7 @@ fn open(c: &Config) -> Result<Inner, ServerError> {
         operators: c.query_operators,
         plan_cache_entries: c.plan_cache_entries,
         parallel_min_values: c.query_parallel_min_values,
+        model_memory_bytes: c.model_memory_bytes,
         ..QueryLimits::default()
     };
     let query = QueryService::new(dbs, limits)?.with_context_hook(|ctx, db| {
@@ -188,6 +189,8 @@ pub async fn run(
         credentials,
     });
     let pg_task = tokio::spawn(pg::serve(pg, handlers));
+    let models = inner.query.clone();
+    tokio::spawn(async move { models.resume_models().await });
     tracing::info!("ready");
     shutdown.await;
     tracing::info!("shutting down: draining writes and flushing memtables");

@@ -26,6 +26,9 @@ pub struct Discord {
     m: usize,
     window: usize,
     values: VecDeque<f64>,
+    /// Mean and standard deviation of the subsequence starting at each value (those with m
+    /// values from there).
+    stats: VecDeque<(f64, f64)>,
     dists: Window,
 }
 
@@ -39,6 +42,7 @@ impl Discord {
             m,
             window,
             values: VecDeque::with_capacity(window + m + 1),
+            stats: VecDeque::with_capacity(window + 1),
             dists: Window::new(DISTANCES_KEPT),
         }
     }
@@ -49,7 +53,14 @@ impl Discord {
         self.values.push_back(x);
         if self.values.len() > self.window + self.m {
             self.values.pop_front();
+            self.stats.pop_front();
         }
+        let n = self.values.len();
+        if n >= self.m {
+            let v = self.values.make_contiguous();
+            self.stats.push_back(mean_std(&v[n - self.m..]));
+        }
+        debug_assert_eq!(self.stats.len(), n.saturating_sub(self.m - 1));
         let Some(d) = self.nearest() else {
             return f64::NAN;
         };
@@ -66,33 +77,33 @@ impl Discord {
         score
     }
 
-    /// The distance from the newest subsequence to its nearest earlier one.
+    /// The distance from the newest subsequence to its nearest earlier one (`values` is
+    /// contiguous: `step` made it so).
     fn nearest(&self) -> Option<f64> {
         let (n, m) = (self.values.len(), self.m);
         if n < 2 * m {
             return None;
         }
-        let (a, b) = self.values.as_slices();
-        let at = |i: usize| if i < a.len() { a[i] } else { b[i - a.len()] };
-        let q: Vec<f64> = (n - m..n).map(at).collect();
-        let (qm, qs) = mean_std(&q);
+        let (v, _) = self.values.as_slices();
+        debug_assert_eq!(v.len(), n);
+        let q = &v[n - m..];
+        let (qm, qs) = *self.stats.back().expect("the newest subsequence's stats");
+        let mf = m as f64;
         let mut best = f64::INFINITY;
-        let mut s = vec![0.0; m];
         // Earlier subsequences end at least m points before the newest one's end.
         for start in 0..=n - 2 * m {
-            for (j, v) in s.iter_mut().enumerate() {
-                *v = at(start + j);
-            }
-            let (sm, ss) = mean_std(&s);
+            let s = &v[start..start + m];
+            let (sm, ss) = self.stats[start];
             let d2 = if qs < 1e-12 || ss < 1e-12 {
                 // A flat subsequence: distance by shape is undefined; compare raw deviations.
                 q.iter()
-                    .zip(&s)
+                    .zip(s)
                     .map(|(x, y)| ((x - qm) - (y - sm)).powi(2))
                     .sum::<f64>()
             } else {
-                let dot: f64 = q.iter().zip(&s).map(|(x, y)| (x - qm) * (y - sm)).sum();
-                (2.0 * m as f64 * (1.0 - dot / (m as f64 * qs * ss))).max(0.0)
+                let dot: f64 = q.iter().zip(s).map(|(x, y)| x * y).sum();
+                let corr = (dot - mf * qm * sm) / (mf * qs * ss);
+                (2.0 * mf * (1.0 - corr)).max(0.0)
             };
             best = best.min(d2);
         }

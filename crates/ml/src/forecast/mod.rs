@@ -8,7 +8,7 @@
 //! | `seasonal_naive` | the value one season back (the last value without a season); intervals from the seasonal differences' spread, widening with each season ahead | season + 1 points |
 //! | `ets` | augurs' AutoETS (non-seasonal: level, trend, damping chosen by AICc) | 10 points |
 //! | `mstl` | augurs' MSTL: one seasonal component per season, the rest forecast by AutoETS | 2 × longest season + 1 points |
-//! | `auto` | each candidate fitted on all but the last `holdout` points (a season, at most the horizon and a fifth of the series); the least mean absolute error on them wins and is refitted on all | — |
+//! | `auto` | each candidate fitted on all but the last `holdout` points (the horizon, at most a fifth of the series); the least mean absolute error on them wins and is refitted on all | — |
 //!
 //! Invariants:
 //! - A fit never panics: a panic inside a fitting library is caught and becomes an error
@@ -134,9 +134,7 @@ fn seasons_of(m: Method, spec: &Spec) -> Vec<usize> {
 
 /// Points the holdout of `auto` takes from a series of `n`.
 pub fn holdout_len(n: usize, spec: &Spec) -> usize {
-    let season = spec.seasons.last().copied().unwrap_or(0);
-    let want = if season >= 2 { season } else { spec.horizon };
-    want.min(spec.horizon).min(n / 5).max(1)
+    spec.horizon.min(n / 5).max(1)
 }
 
 fn auto(y: &[f64], spec: &Spec) -> Result<Fitted, MlError> {

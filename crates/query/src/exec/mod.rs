@@ -15,6 +15,7 @@ pub mod direct;
 pub mod filter;
 pub mod fold;
 pub mod gap_fill;
+pub mod model_scoring;
 pub mod planner;
 pub mod replay;
 pub mod rollup;

@@ -60,6 +60,18 @@ impl ExtensionPlanner for TemporaPlanner {
             let rollups = crate::options::of(session.config_options()).rollups;
             return aggregate(a, &plan, rollups).map(Some);
         }
+        if let Some(m) = node.as_any().downcast_ref::<crate::nodes::ModelScoring>() {
+            let [input] = physical_inputs else {
+                return Err(DataFusionError::Internal(
+                    "ModelScoring takes one input".into(),
+                ));
+            };
+            return Ok(Some(Arc::new(super::model_scoring::ModelScoringExec::new(
+                input.clone(),
+                m.model.clone(),
+                m.counters.clone(),
+            ))));
+        }
         let Some(g) = node.as_any().downcast_ref::<GapFill>() else {
             return Ok(None);
         };

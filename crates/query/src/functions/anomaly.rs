@@ -8,6 +8,11 @@
 //!          OVER (PARTITION BY host ORDER BY time) FROM cpu
 //! ```
 //!
+//! Written without `OVER` (`anomaly_detect(usage_user, 'mad')`) each series (the table's
+//! tags present in the query) is scored in time order: the front door gives the call an empty
+//! window and [`crate::rules::anomaly`] fills it. With a model's name instead of an algorithm
+//! the rule makes it a [`super::model_anomaly::ModelAnomaly`].
+//!
 //! The algorithm and options are constants, parsed when the operator is built (an unknown
 //! algorithm or option is an error naming it, before any row is read); the value must be
 //! numeric. NULL values score NULL (`anomaly_score`) / false (`anomaly_detect`) and leave the
@@ -38,27 +43,52 @@ pub enum Output {
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct Anomaly {
-    output: Output,
+    pub output: Output,
+    /// Written without `OVER`: the analyzer rule ([`crate::rules::anomaly`]) makes its window
+    /// each series in time order.
+    pub per_series: bool,
     signature: Signature,
+}
+
+/// The name the SQL front door gives a call written without `OVER`.
+pub fn per_series_name(output: Output) -> &'static str {
+    match output {
+        Output::Detect => "tempora_anomaly_detect_series",
+        Output::Score => "tempora_anomaly_score_series",
+    }
 }
 
 impl Anomaly {
     pub fn new(output: Output) -> Self {
+        Self::with(output, false)
+    }
+
+    pub fn with(output: Output, per_series: bool) -> Self {
         Self {
             output,
+            per_series,
             signature: Signature::one_of(
                 vec![TypeSignature::Any(2), TypeSignature::Any(3)],
                 Volatility::Immutable,
             ),
         }
     }
+
+    /// The name users write.
+    pub fn public_name(&self) -> &'static str {
+        match self.output {
+            Output::Detect => "anomaly_detect",
+            Output::Score => "anomaly_score",
+        }
+    }
 }
 
 impl WindowUDFImpl for Anomaly {
     fn name(&self) -> &str {
-        match self.output {
-            Output::Detect => "anomaly_detect",
-            Output::Score => "anomaly_score",
+        if self.per_series {
+            per_series_name(self.output)
+        } else {
+            self.public_name()
         }
     }
 
@@ -72,7 +102,7 @@ impl WindowUDFImpl for Anomaly {
     ) -> Result<Box<dyn PartitionEvaluator>> {
         let value = args.input_fields()[0].data_type();
         if !value.is_numeric() {
-            return plan_err!("{} needs a numeric value, got {value}", self.name());
+            return plan_err!("{} needs a numeric value, got {value}", self.public_name());
         }
         let text = |i: usize, what: &str| -> Result<Option<String>> {
             let Some(e) = args.input_exprs().get(i) else {
@@ -84,13 +114,16 @@ impl WindowUDFImpl for Anomaly {
                     | ScalarValue::LargeUtf8(Some(s))
                     | ScalarValue::Utf8View(Some(s)),
                 ) => Ok(Some(s.clone())),
-                _ => plan_err!("{}: the {what} must be a constant string", self.name()),
+                _ => plan_err!(
+                    "{}: the {what} must be a constant string",
+                    self.public_name()
+                ),
             }
         };
         let name = text(1, "algorithm")?.unwrap_or_default();
-        let algo = Algorithm::parse(&name).map_err(|e| plan_error(self.name(), e))?;
+        let algo = Algorithm::parse(&name).map_err(|e| plan_error(self.public_name(), e))?;
         let opts = Options::parse(algo, &text(2, "options")?.unwrap_or_default())
-            .map_err(|e| plan_error(self.name(), e))?;
+            .map_err(|e| plan_error(self.public_name(), e))?;
         Ok(Box::new(Evaluator {
             output: self.output,
             algo,
@@ -108,7 +141,45 @@ impl WindowUDFImpl for Anomaly {
 }
 
 fn plan_error(f: &str, e: tempora_ml::MlError) -> datafusion::error::DataFusionError {
+    let e = match e {
+        tempora_ml::MlError::UnknownAlgorithm(name) => format!(
+            "{name:?} is neither an algorithm (nsigma, mad, iqr, esd, stl) nor a model of this \
+             database (SHOW MODELS)"
+        ),
+        e => e.to_string(),
+    };
     datafusion::error::DataFusionError::Plan(format!("{f}: {e}"))
+}
+
+/// Rewrites every `anomaly_detect(...)` / `anomaly_score(...)` written without `OVER` in a
+/// query's syntax tree into its per-series window function with an empty `OVER ()`, which
+/// the analyzer rule fills with the series and their time order.
+pub fn per_series_calls(q: &mut datafusion::sql::sqlparser::ast::Query) {
+    use datafusion::sql::sqlparser::ast::{
+        Expr, Ident, ObjectName, ObjectNamePart, WindowSpec, WindowType,
+    };
+    let _ = datafusion::sql::sqlparser::ast::visit_expressions_mut(q, |e: &mut Expr| {
+        if let Expr::Function(f) = e
+            && f.over.is_none()
+            && let [ObjectNamePart::Identifier(id)] = f.name.0.as_slice()
+        {
+            let output = match id.value.to_ascii_lowercase().as_str() {
+                "anomaly_detect" => Output::Detect,
+                "anomaly_score" => Output::Score,
+                _ => return std::ops::ControlFlow::<()>::Continue(()),
+            };
+            f.name = ObjectName(vec![ObjectNamePart::Identifier(Ident::new(
+                per_series_name(output),
+            ))]);
+            f.over = Some(WindowType::WindowSpec(WindowSpec {
+                window_name: None,
+                partition_by: vec![],
+                order_by: vec![],
+                window_frame: None,
+            }));
+        }
+        std::ops::ControlFlow::Continue(())
+    });
 }
 
 #[derive(Debug)]

@@ -11,13 +11,18 @@
 //! - `increase(v [, ts])`, `rate(v [, ts])`, `delta(v [, ts])`: counters with resets (see
 //!   [`counter`]).
 //! - `anomaly_detect(v, 'algorithm' [, 'options']) OVER (...)`, `anomaly_score(...)`: online
-//!   anomaly detection per partition in order (see [`anomaly`]).
+//!   anomaly detection per partition in order (see [`anomaly`]); with a model's name, the
+//!   model's detector per series with its kept state (see [`model_anomaly`]).
+//! - `forecast('model', horizon)`: a forecasting model's next points per series (see
+//!   [`forecast`]).
 
 pub mod anomaly;
 pub mod columns;
 pub mod counter;
 pub mod date_trunc;
 pub mod first_last;
+pub mod forecast;
+pub mod model_anomaly;
 pub mod rollup_table;
 pub mod sample_bucket;
 pub mod tables;
@@ -45,6 +50,9 @@ pub fn register_all(ctx: &SessionContext) {
     }
     for output in [anomaly::Output::Detect, anomaly::Output::Score] {
         ctx.register_udwf(WindowUDF::new_from_impl(anomaly::Anomaly::new(output)));
+        ctx.register_udwf(WindowUDF::new_from_impl(anomaly::Anomaly::with(
+            output, true,
+        )));
     }
     ctx.add_analyzer_rule(Arc::new(first_last::FirstLastTimeRule));
 }

@@ -6,9 +6,12 @@
 //! |---|---|---|
 //! | [`GapFill`] | `SAMPLE BY … FILL` ([`crate::plan::fill`]) | [`crate::exec::gap_fill::GapFillExec`] |
 //! | [`TemporaAggregate`] | [`crate::rules::aggregate`] | [`crate::exec::aggregate::AggregateExec`] |
+//! | [`ModelScoring`] | [`crate::rules::anomaly`] | [`crate::exec::model_scoring::ModelScoringExec`] |
 
 pub mod aggregate;
 pub mod gap_fill;
+pub mod model_scoring;
 
 pub use aggregate::TemporaAggregate;
 pub use gap_fill::GapFill;
+pub use model_scoring::ModelScoring;

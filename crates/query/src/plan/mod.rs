@@ -9,13 +9,15 @@
 //! | `INSERT … VALUES` of constants and parameters | a [`crate::insert::SimpleInsertPlan`] (no planner); any other insert, DataFusion's |
 //! | `DELETE` | DataFusion's DML plan (the table's `delete_from`) |
 //! | `SHOW …`, `DESCRIBE` | plans of [`show`] |
-//! | `CREATE`/`DROP DATABASE`/`TABLE`, `SET` | a [`Command`] |
+//! | `CREATE`/`DROP DATABASE`/`TABLE`, `SET`, `CREATE`/`DROP`/`ALTER MODEL` | a [`Command`] |
+//! | `SHOW MODELS`, `DESCRIBE MODEL` | rows of [`models`] |
 //!
 //! The plans are not optimised here: [`crate::service`] optimises them once, keeps them in
 //! the plan cache ([`crate::cache`]) and binds parameters before each run.
 
 pub mod fill;
 pub mod latest_on;
+pub mod models;
 pub mod sample_by;
 pub mod show;
 
@@ -27,9 +29,10 @@ use datafusion::sql::sqlparser::ast;
 use crate::catalog::Databases;
 use crate::error::{QueryError, Result};
 use crate::insert::SimpleInsertPlan;
+use crate::models::Models;
 use crate::sql::{
-    AlterSettings, CreateDatabase, CreateTable, DropDatabase, DropTable, QueryStatement,
-    SetVariable, Statement,
+    AlterSettings, CreateDatabase, CreateTable, DropDatabase, DropTable, ModelStatement,
+    QueryStatement, SetVariable, Statement,
 };
 
 /// What runs a statement.
@@ -54,12 +57,15 @@ pub enum Command {
     DropTable(DropTable),
     Alter(AlterSettings),
     Set(SetVariable),
+    /// `CREATE | DROP | ALTER MODEL`.
+    Model(ModelStatement),
 }
 
 /// Plans `stmt` in database `db`, whose session state is `state`.
 pub async fn plan(
     state: &SessionState,
     dbs: &Databases,
+    models: &Models,
     db: &str,
     stmt: &Statement,
 ) -> Result<Planned> {
@@ -97,6 +103,11 @@ pub async fn plan(
         Statement::DropTable(d) => Planned::Command(Command::DropTable(d.clone())),
         Statement::Alter(a) => Planned::Command(Command::Alter(a.clone())),
         Statement::Set(s) => Planned::Command(Command::Set(s.clone())),
+        Statement::Model(ModelStatement::Show) => Planned::Query(models::show(models, db)?),
+        Statement::Model(ModelStatement::Describe { name }) => {
+            Planned::Query(models::describe(models, db, name)?)
+        }
+        Statement::Model(m) => Planned::Command(Command::Model(m.clone())),
         Statement::Session(s) => Planned::Session(s.clone()),
     })
 }
@@ -119,7 +130,8 @@ pub async fn query(state: &SessionState, q: &QueryStatement) -> Result<LogicalPl
 }
 
 /// DataFusion's plan of a query's syntax tree.
-pub async fn statement_plan(state: &SessionState, q: Box<ast::Query>) -> Result<LogicalPlan> {
+pub async fn statement_plan(state: &SessionState, mut q: Box<ast::Query>) -> Result<LogicalPlan> {
+    crate::functions::anomaly::per_series_calls(&mut q);
     df_statement(state, &ast::Statement::Query(q)).await
 }
 

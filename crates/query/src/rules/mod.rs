@@ -4,11 +4,13 @@
 //! | rule | kind | what it does |
 //! |---|---|---|
 //! | [`latest::LatestValueRule`] | analyzer | newest-row shapes read the last-value cache |
+//! | [`anomaly::AnomalyRule`] | analyzer | anomaly functions get their series and time order; a model's name makes them score with the model (registered per database by the service) |
 //! | [`aggregate::AggregateRule`] | optimizer | aggregates over a Tempora table become a [`crate::nodes::TemporaAggregate`] |
 //!
 //! [`chain`] and [`time_key`] are the plain functions these rules match with.
 
 pub mod aggregate;
+pub mod anomaly;
 pub mod chain;
 pub mod latest;
 pub mod time_key;

@@ -323,7 +323,7 @@ pub fn ident_name(i: &datafusion::sql::sqlparser::ast::Ident) -> String {
 }
 
 /// `WITH (key = value, ...)`, or nothing.
-fn with_options(p: &mut Parser) -> Result<Options> {
+pub(crate) fn with_options(p: &mut Parser) -> Result<Options> {
     if !p.parse_keyword(Keyword::WITH) {
         return Ok(Vec::new());
     }
@@ -384,7 +384,7 @@ fn option_list(p: &mut Parser) -> Result<Options> {
 }
 
 /// Refuses anything after the statement.
-fn end(p: &Parser) -> Result<()> {
+pub(crate) fn end(p: &Parser) -> Result<()> {
     let t = p.peek_token();
     if tokens::significant(&t.token) {
         return Err(QueryError::Sql(format!(

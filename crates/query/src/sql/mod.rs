@@ -21,6 +21,7 @@
 
 pub mod ddl;
 pub mod latest_on;
+pub mod model;
 pub mod normalize;
 pub mod sample_by;
 pub mod set;
@@ -39,6 +40,7 @@ pub use ddl::{
     AlterSettings, AlterTarget, CreateDatabase, CreateTable, DropDatabase, DropTable, TableName,
 };
 pub use latest_on::LatestOn;
+pub use model::{CreateModel, ModelStatement};
 pub use sample_by::SampleBy;
 pub use set::SetVariable;
 pub use show::Show;
@@ -61,6 +63,8 @@ pub enum Statement {
     DropTable(DropTable),
     /// `ALTER DATABASE|TABLE name SET (...)`: retention and partition width.
     Alter(AlterSettings),
+    /// `CREATE | DROP | ALTER MODEL`, `SHOW MODELS`, `DESCRIBE MODEL` (issue 24).
+    Model(ModelStatement),
     /// `SET` / `RESET` of a setting Tempora keeps per session.
     Set(SetVariable),
     /// A PostgreSQL session statement (`BEGIN`, `COMMIT`, `SET DateStyle`, `SHOW x`, cursors):
@@ -103,6 +107,12 @@ impl Statement {
                 AlterTarget::Database(_) => "ALTER DATABASE",
                 AlterTarget::Table(_) => "ALTER TABLE",
             },
+            Statement::Model(m) => match m {
+                ModelStatement::Create(_) => "CREATE MODEL",
+                ModelStatement::Drop { .. } => "DROP MODEL",
+                ModelStatement::Refresh { .. } => "ALTER MODEL",
+                ModelStatement::Show | ModelStatement::Describe { .. } => "SELECT",
+            },
             Statement::Set(_) => "SET",
             Statement::Session(_) => "SESSION",
         }
@@ -125,7 +135,12 @@ pub fn statement(tokens: Vec<TokenWithSpan>) -> Result<Statement> {
         ["EXPLAIN", ..] => explain(tokens),
         ["SHOW", "DATABASES", ..] => show::databases(tokens).map(Statement::Show),
         ["SHOW", "TAG", "VALUES"] => show::tag_values(tokens).map(Statement::Show),
+        ["DESCRIBE" | "DESC", "MODEL", _] => model::describe(tokens).map(Statement::Model),
         ["DESCRIBE" | "DESC", ..] => show::describe(tokens).map(Statement::Show),
+        ["SHOW", "MODELS", ..] => model::show(tokens).map(Statement::Model),
+        ["CREATE", "MODEL", ..] => model::create(tokens).map(Statement::Model),
+        ["DROP", "MODEL", ..] => model::drop(tokens).map(Statement::Model),
+        ["ALTER", "MODEL", ..] => model::alter(tokens).map(Statement::Model),
         ["CREATE", "DATABASE", ..] => ddl::create_database(tokens).map(Statement::CreateDatabase),
         ["DROP", "DATABASE", ..] => ddl::drop_database(tokens).map(Statement::DropDatabase),
         ["CREATE", "TABLE", ..] => ddl::create_table(tokens).map(Statement::CreateTable),

@@ -10,7 +10,10 @@
 //! compares a column with `2` and with `2.5` are two keys.
 //!
 //! A statement that calls `now()` or another function of the current time is not keyed: the
-//! optimiser folds those to a constant, which a reused plan would keep.
+//! optimiser folds those to a constant, which a reused plan would keep. Nor is one that reads
+//! a model (`anomaly_detect`, `anomaly_score`, `forecast`): its plan holds what the model was
+//! when it was planned (its key columns, its forecast), which `ALTER MODEL … REFRESH`
+//! changes.
 
 use std::ops::ControlFlow;
 
@@ -41,7 +44,7 @@ pub struct Normalized {
 
 /// `q` normalised; `None` when it must not be (it reads the current time).
 pub fn normalize(q: &Query) -> Option<Normalized> {
-    if reads_now(q) {
+    if reads_now(q) || reads_model(q) {
         return None;
     }
     let mut query = Box::new(q.clone());
@@ -173,6 +176,32 @@ fn max_placeholder(q: &Query) -> usize {
 }
 
 /// Whether `q` calls a function of the current time.
+/// Whether `q` calls a function that may read a model.
+fn reads_model(q: &Query) -> bool {
+    use datafusion::sql::sqlparser::ast::visit_relations;
+    let named = |n: &datafusion::sql::sqlparser::ast::ObjectName, names: &[&str]| {
+        n.0.last().is_some_and(|p| {
+            p.as_ident()
+                .is_some_and(|i| names.iter().any(|w| i.value.eq_ignore_ascii_case(w)))
+        })
+    };
+    visit_relations(q, |r| {
+        if named(r, &["forecast"]) {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    })
+    .is_break()
+        || visit_expressions(q, |e: &Expr| match e {
+            Expr::Function(f) if named(&f.name, &["anomaly_detect", "anomaly_score"]) => {
+                ControlFlow::Break(())
+            }
+            _ => ControlFlow::Continue(()),
+        })
+        .is_break()
+}
+
 fn reads_now(q: &Query) -> bool {
     visit_expressions(q, |e: &Expr| match e {
         Expr::Function(f)

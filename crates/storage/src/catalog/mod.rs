@@ -23,6 +23,7 @@
 //!   names (files, tombstones, `seq_floor`) and every record replayed from the WAL.
 
 mod databases;
+pub mod models;
 pub mod names;
 pub mod partitions;
 pub(crate) mod region;

@@ -18,6 +18,7 @@
 
 mod admin;
 mod databases;
+mod models;
 mod rows;
 mod write;
 

@@ -18,6 +18,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use tempora_model::{TableId, TableSchema};
 
+use crate::catalog::models::ModelRecord;
 use crate::catalog::settings::{Setting, StorageSettings};
 use crate::error::{Result, StorageError};
 use crate::files::store::FileStore;
@@ -228,6 +229,9 @@ pub struct ManifestState {
     /// Settings of databases that have any (added within format version 1).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub database_settings: BTreeMap<String, StorageSettings>,
+    /// Models by name (`db.model`), added within format version 1.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub models: BTreeMap<String, ModelRecord>,
 }
 
 /// A change to the state; a commit applies a list of them atomically.
@@ -295,6 +299,15 @@ pub enum Edit {
     DropDatabase {
         name: String,
     },
+    /// A model's record, replacing what it had (added within format version 1).
+    PutModel {
+        name: String,
+        record: ModelRecord,
+    },
+    /// Removes a model's record (added within format version 1).
+    DropModel {
+        name: String,
+    },
 }
 
 impl Edit {
@@ -329,6 +342,14 @@ impl ManifestState {
             Edit::DropDatabase { name } => {
                 self.databases.remove(name);
                 self.database_settings.remove(name);
+                self.models
+                    .retain(|m, _| crate::catalog::names::split(m).is_none_or(|(d, _)| d != name));
+            }
+            Edit::PutModel { name, record } => {
+                self.models.insert(name.clone(), record.clone());
+            }
+            Edit::DropModel { name } => {
+                self.models.remove(name);
             }
             Edit::Flush { .. }
             | Edit::Compact { .. }

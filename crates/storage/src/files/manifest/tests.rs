@@ -103,6 +103,7 @@ fn damaged_files_are_named_errors() {
     let newest: Vec<(&str, Vec<Edit>)> = vec![
         ("flush", flush(1)),
         ("create database", vec![create_db("db")]),
+        ("put model", vec![put_model("db.m")]),
         (
             "drop database",
             vec![
@@ -357,4 +358,47 @@ fn older_keys_and_ttls_are_read_in_the_legacy_layout() {
     assert_eq!(regions[0].tombstones.len(), 1);
     let t = &m.state().tables["cpu"];
     assert_eq!(t.settings.ttl, Some(Setting::Ns(3_600_000_000_000)));
+}
+
+fn put_model(name: &str) -> Edit {
+    use crate::catalog::models::{ModelRecord, ModelStatus, model_path};
+    Edit::PutModel {
+        name: name.into(),
+        record: ModelRecord {
+            definition: "{}".into(),
+            status: ModelStatus::Ready,
+            file: Some(model_path(name, 1)),
+            trained_at_ns: Some(5),
+            training_ms: 7,
+            summary: "{}".into(),
+        },
+    }
+}
+
+#[test]
+fn models_survive_reopening_and_go_with_their_database() {
+    let store = FileStore::memory();
+    let mut m = Manifest::open(store.clone(), 3).unwrap();
+    m.commit(vec![create_db("db"), create_db("other")]).unwrap();
+    m.commit(vec![
+        put_model("db.m"),
+        put_model("db.n"),
+        put_model("other.m"),
+    ])
+    .unwrap();
+    m.commit(vec![Edit::DropModel {
+        name: "db.n".into(),
+    }])
+    .unwrap();
+    // A checkpoint (every 3 versions) and the edits after it both carry models.
+    m.commit(vec![put_model("db.k")]).unwrap();
+    let m = Manifest::open(store.clone(), 3).unwrap();
+    let names: Vec<&str> = m.state().models.keys().map(String::as_str).collect();
+    assert_eq!(names, ["db.k", "db.m", "other.m"]);
+    let mut m = m;
+    m.commit(vec![Edit::DropDatabase { name: "db".into() }])
+        .unwrap();
+    let m = Manifest::open(store, 3).unwrap();
+    let names: Vec<&str> = m.state().models.keys().map(String::as_str).collect();
+    assert_eq!(names, ["other.m"]);
 }
