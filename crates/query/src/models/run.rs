@@ -98,7 +98,10 @@ async fn train(
     opts: &QueryOptions,
     now: i64,
 ) -> Result<()> {
-    let out = q.sql_with(db, &def.query, now, opts).await?;
+    // The training rows are bounded by the model's memory budget, not by a result's row
+    // limit (they are not sent to a client).
+    let opts = QueryOptions { max_rows: None, ..*opts };
+    let out = q.sql_with(db, &def.query, now, &opts).await?;
     let rows = input::series(&out.schema, &out.batches, spec.value.as_deref())?;
     drop(out);
     if rows.series.is_empty() {
