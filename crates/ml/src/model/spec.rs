@@ -4,13 +4,13 @@
 //! | option | task | meaning (default) |
 //! |---|---|---|
 //! | `task` | both | `anomaly_detection` or `forecasting` (required) |
-//! | `algorithm` | both | detection: `auto`, `nsigma`, `mad`, `iqr`, `esd`, `stl`; forecasting: `auto`, `seasonal_naive`, `ets`, `mstl` (`auto`) |
+//! | `algorithm` | both | detection: `auto`, `nsigma`, `mad`, `iqr`, `esd`, `stl`, `discord`; forecasting: `auto`, `seasonal_naive`, `ets`, `mstl` (`auto`) |
 //! | `season` | both | seasons as durations (`1d`, `30m,1w`) or points (`48`); none: detected per series |
 //! | `value` | both | the value column, when the query gives more than one numeric column |
 //! | `horizon` | forecasting | points forecast and kept per series (2 × the longest season, at least 48) |
 //! | `level` | forecasting | prediction interval coverage (0.95) |
-//! | `k`, `window`, `min_points`, `alpha`, `gamma` | detection | the detector's options (`crate::detect::Options`); with `auto`, `window` only |
-//! | `keep` | detection | scored points kept per series for polling dashboards (1024) |
+//! | `k`, `window`, `min_points`, `alpha`, `gamma`, `m` | detection | the detector's options (`crate::detect::Options`); with `auto`, `window` only |
+//! | `keep` | detection | scored points kept per series for polling dashboards (256; about 8 KiB per series polled) |
 
 use serde::{Deserialize, Serialize};
 
@@ -62,9 +62,9 @@ pub struct ModelSpec {
 
 /// Longest kept history of scored points per series.
 pub const MAX_KEEP: usize = 1_000_000;
-const DETECTOR_OPTIONS: [&str; 5] = ["k", "window", "min_points", "alpha", "gamma"];
+const DETECTOR_OPTIONS: [&str; 6] = ["k", "window", "min_points", "alpha", "gamma", "m"];
 const KNOWN: &str =
-    "task, algorithm, season, value, horizon, level, keep, k, window, min_points, alpha, gamma";
+    "task, algorithm, season, value, horizon, level, keep, k, window, min_points, alpha, gamma, m";
 
 fn bad(option: &str, reason: impl Into<String>) -> MlError {
     MlError::ModelOption {
@@ -117,7 +117,7 @@ impl ModelSpec {
             value: get("value").map(str::to_string),
             horizon: None,
             level: 0.95,
-            keep: 1024,
+            keep: 256,
         };
         let detector_opts: Vec<String> = options
             .iter()
@@ -259,7 +259,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             (a.task, a.detector, a.keep),
-            (Task::AnomalyDetection, None, 1024)
+            (Task::AnomalyDetection, None, 256)
         );
         let f = ModelSpec::from_options(&opts(&[
             ("task", "forecasting"),

@@ -143,7 +143,7 @@ impl WindowUDFImpl for Anomaly {
 fn plan_error(f: &str, e: tempora_ml::MlError) -> datafusion::error::DataFusionError {
     let e = match e {
         tempora_ml::MlError::UnknownAlgorithm(name) => format!(
-            "{name:?} is neither an algorithm (nsigma, mad, iqr, esd, stl) nor a model of this \
+            "{name:?} is neither an algorithm (nsigma, mad, iqr, esd, stl, discord) nor a model of this \
              database (SHOW MODELS)"
         ),
         e => e.to_string(),

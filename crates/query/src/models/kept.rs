@@ -270,7 +270,7 @@ mod tests {
         let t: Vec<i64> = (100..120).collect();
         let v: Vec<Option<f64>> = t.iter().map(|_| Some(1.0)).collect();
         score(&l, &a(), &t, &v);
-        let (_, c) = score(&l, &a(), &t[14..], &v[14..]);
+        let (_, c) = score(&l, &a(), &t[15..], &v[15..]);
         assert_eq!(c.from_kept, 5, "the last five kept");
         let (_, c) = score(&l, &a(), &t[10..], &v[10..]);
         assert_eq!(c.replayed, 10, "older than the kept verdicts");

@@ -268,7 +268,8 @@ impl Models {
         {
             return;
         }
-        let version = now_ns.max(0) as u64 * 64 + generation % 64;
+        // Unique per training: the finish time (ns) and the generation.
+        let version = (now_ns.max(0) as u64).wrapping_add(generation);
         let outcome = result.and_then(|m| {
             let path = model_path(&k, version);
             let bytes = Bytes::from(tempora_ml::model::file::encode(&m));

@@ -98,10 +98,7 @@ async fn train(
     opts: &QueryOptions,
     now: i64,
 ) -> Result<()> {
-    // The training rows are bounded by the model's memory budget, not by a result's row
-    // limit (they are not sent to a client).
-    let opts = QueryOptions { max_rows: None, ..*opts };
-    let out = q.sql_with(db, &def.query, now, &opts).await?;
+    let out = read_rows(q, db, name, &def.query, opts, now).await?;
     let rows = input::series(&out.schema, &out.batches, spec.value.as_deref())?;
     drop(out);
     if rows.series.is_empty() {
@@ -128,8 +125,12 @@ async fn train(
             let budget = Budget {
                 bytes: models.budget_bytes - held,
             };
-            let r = train_all(&spec, rows, models.threads, budget, &progress)
-                .map_err(|e| e.to_string());
+            // A panic in training fails the model (saying so) instead of leaving it training.
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                train_all(&spec, rows, models.threads, budget, &progress)
+            }))
+            .map_err(|_| "training panicked (a bug: please report it)".to_string())
+            .and_then(|r| r.map_err(|e| e.to_string()));
             models.finish(
                 &db,
                 &name,
@@ -143,6 +144,58 @@ async fn train(
         return Err(QueryError::Sql(format!("could not start training: {e}")));
     }
     Ok(())
+}
+
+/// The training query's rows, read batch by batch within the model memory budget (not within
+/// a result's row limit: they are not sent to a client), under the query's timeout.
+async fn read_rows(
+    q: &QueryService,
+    db: &str,
+    name: &str,
+    query: &str,
+    opts: &QueryOptions,
+    now: i64,
+) -> Result<crate::QueryOutput> {
+    use futures::StreamExt;
+    let mut opts = QueryOptions {
+        max_rows: None,
+        ..*opts
+    };
+    let stmts = q.parse(query)?;
+    let [stmt] = stmts.as_slice() else {
+        return Err(QueryError::Sql(format!(
+            "CREATE MODEL {name}: the training text holds {} statements",
+            stmts.len()
+        )));
+    };
+    let budget = q.models.budget_bytes;
+    let timeout = q.timeout_for(&opts);
+    let read = async {
+        let p = q.prepare(db, &opts, stmt).await?;
+        let crate::Output::Rows { schema, mut stream } =
+            q.execute(db, &mut opts, &p, Vec::new(), now).await?
+        else {
+            return Err(QueryError::Sql(format!(
+                "CREATE MODEL {name}: the training statement returns no rows"
+            )));
+        };
+        let (mut batches, mut bytes) = (Vec::new(), 0usize);
+        while let Some(b) = stream.next().await {
+            let b = b?;
+            bytes += b.get_array_memory_size();
+            if bytes > budget {
+                return Err(ml(tempora_ml::MlError::OverBudget {
+                    need: bytes,
+                    budget,
+                }));
+            }
+            batches.push(b);
+        }
+        Ok(crate::QueryOutput { schema, batches })
+    };
+    tokio::time::timeout(timeout, read)
+        .await
+        .map_err(|_| QueryError::Timeout(timeout))?
 }
 
 /// Restarts every training a restart interrupted; a model whose training cannot start is

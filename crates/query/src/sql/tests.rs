@@ -28,6 +28,7 @@ fn kind(s: &Statement) -> String {
         Statement::Alter(a) => format!("alter {:?}", a.options),
         Statement::Set(s) => format!("set {}", s.setting.name()),
         Statement::Session(_) => "session".into(),
+        Statement::Model(m) => format!("model {}", Statement::Model(m.clone()).tag()),
         Statement::Plan(_) => "plan".into(),
     }
 }
