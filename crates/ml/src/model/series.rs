@@ -27,7 +27,7 @@ pub struct SeriesInput {
 /// One series' fitted model.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum SeriesModel {
-    Detect(DetectModel),
+    Detect(Box<DetectModel>),
     Forecast(ForecastModel),
 }
 
@@ -182,7 +182,10 @@ pub fn train(spec: &ModelSpec, s: &SeriesInput) -> Result<SeriesModel, MlError> 
                 present,
                 seasons.last().copied().unwrap_or(0),
             )?;
-            Ok(SeriesModel::Detect(DetectModel { last_time, ..d }))
+            Ok(SeriesModel::Detect(Box::new(DetectModel {
+                last_time,
+                ..d
+            })))
         }
         Task::Forecasting => {
             let longest = seasons.last().copied().unwrap_or(0);
