@@ -18,6 +18,7 @@
 //! | [`maintenance`] | flush, compaction, retention and drops, deletes and tombstones |
 //! | [`files`] | durable files: the file store, the manifest format, Parquet data files and their row selection |
 //! | [`rollup`] | pre-downsampled aggregates per (series, bucket): computed as files are written, merged and read for queries |
+//! | [`dense`] | dense tables (issue 25, in progress): fixed-interval series at computed offsets in sparse block files |
 //!
 //! Nothing below `engine` sees the engine: it builds narrow handles (the catalog's `Catalog`
 //! of tables, manifest and sequence numbers; a memtable `Budget`; a region `Placement`; a
@@ -37,6 +38,7 @@
 
 pub mod catalog;
 pub mod clock;
+pub mod dense;
 pub mod engine;
 pub mod error;
 pub mod files;
