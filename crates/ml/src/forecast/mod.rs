@@ -111,8 +111,7 @@ pub fn fit(y: &[f64], spec: &Spec) -> Result<Fitted, MlError> {
     match spec.method {
         Method::Auto => auto(&y, spec),
         m => {
-            let forecast = run(m, &y, spec, spec.horizon)?;
-            let in_sample_mae = in_sample(m, &y, spec)?;
+            let (forecast, in_sample_mae) = run(m, &y, spec, spec.horizon, true)?;
             Ok(Fitted {
                 method: m,
                 seasons: seasons_of(m, spec),
@@ -147,8 +146,8 @@ fn auto(y: &[f64], spec: &Spec) -> Result<Fitted, MlError> {
         if m == Method::Mstl && spec.seasons.is_empty() {
             continue;
         }
-        match run(m, train, spec, test.len()) {
-            Ok(f) => {
+        match run(m, train, spec, test.len(), false) {
+            Ok((f, _)) => {
                 let mae = mean_abs(test.iter().zip(&f.point).map(|(a, b)| a - b));
                 if mae.is_finite() {
                     scored.push((m, mae));
@@ -179,18 +178,30 @@ fn auto(y: &[f64], spec: &Spec) -> Result<Fitted, MlError> {
     Ok(fitted)
 }
 
-/// The forecast of `m` fitted on `y`, `h` points ahead.
-fn run(m: Method, y: &[f64], spec: &Spec, h: usize) -> Result<Forecast, MlError> {
+/// The forecast of `m` fitted on `y`, `h` points ahead, and with `in_sample` the mean absolute
+/// one-step error of the same fit over `y` (NaN without).
+fn run(
+    m: Method,
+    y: &[f64],
+    spec: &Spec,
+    h: usize,
+    in_sample: bool,
+) -> Result<(Forecast, f64), MlError> {
     let z = normal_quantile(0.5 + spec.level / 2.0);
-    match m {
-        Method::SeasonalNaive => naive::forecast(y, spec.seasons.last().copied(), h, z),
+    let (ahead, inside) = match m {
+        Method::SeasonalNaive => {
+            let season = spec.seasons.last().copied();
+            let f = naive::forecast(y, season, h, z)?;
+            let mae = if in_sample {
+                naive::in_sample_mae(y, season)
+            } else {
+                f64::NAN
+            };
+            return Ok((f, mae));
+        }
         Method::Ets => {
             need(m, MIN_ETS_POINTS, y.len())?;
-            guarded(m, || {
-                let fitted = AutoETS::non_seasonal().fit(y).map_err(|e| e.to_string())?;
-                fitted.predict(h, spec.level).map_err(|e| e.to_string())
-            })
-            .map(|f| finish(f, y, z))
+            library(m, AutoETS::non_seasonal(), y, h, spec.level, in_sample)?
         }
         Method::Mstl => {
             let longest = spec.seasons.last().copied().unwrap_or(0);
@@ -201,16 +212,42 @@ fn run(m: Method, y: &[f64], spec: &Spec, h: usize) -> Result<Forecast, MlError>
                 });
             }
             need(m, 2 * longest + 1, y.len())?;
-            guarded(m, || {
-                let trend = AutoETSTrendModel::from(AutoETS::non_seasonal());
-                let model = MSTLModel::new(spec.seasons.clone(), trend);
-                let fitted = model.fit(y).map_err(|e| e.to_string())?;
-                fitted.predict(h, spec.level).map_err(|e| e.to_string())
-            })
-            .map(|f| finish(f, y, z))
+            let trend = AutoETSTrendModel::from(AutoETS::non_seasonal());
+            let model = MSTLModel::new(spec.seasons.clone(), trend);
+            library(m, model, y, h, spec.level, in_sample)?
         }
         Method::Auto => unreachable!("auto fits its candidates"),
-    }
+    };
+    let mae = inside.map_or(f64::NAN, |p| {
+        mean_abs(
+            y.iter()
+                .zip(&p.point)
+                .filter(|(_, p)| p.is_finite())
+                .map(|(a, b)| a - b),
+        )
+    });
+    Ok((finish(ahead, y, z), mae))
+}
+
+/// One fit of a library model: its forecast `h` ahead and, with `in_sample`, its one-step
+/// predictions over `y`.
+fn library<F: Fit>(
+    m: Method,
+    model: F,
+    y: &[f64],
+    h: usize,
+    level: f64,
+    in_sample: bool,
+) -> Result<(augurs_core::Forecast, Option<augurs_core::Forecast>), MlError> {
+    guarded(m, || {
+        let fitted = model.fit(y).map_err(|e| e.to_string())?;
+        let ahead = fitted.predict(h, level).map_err(|e| e.to_string())?;
+        let inside = in_sample
+            .then(|| fitted.predict_in_sample(None))
+            .transpose()
+            .map_err(|e| e.to_string())?;
+        Ok((ahead, inside))
+    })
 }
 
 fn need(m: Method, need: usize, have: usize) -> Result<(), MlError> {
@@ -225,10 +262,7 @@ fn need(m: Method, need: usize, have: usize) -> Result<(), MlError> {
 }
 
 /// Runs a library fit, turning an error or a panic into an error naming `m`.
-fn guarded(
-    m: Method,
-    f: impl FnOnce() -> Result<augurs_core::Forecast, String>,
-) -> Result<augurs_core::Forecast, MlError> {
+fn guarded<T>(m: Method, f: impl FnOnce() -> Result<T, String>) -> Result<T, MlError> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(f)) => Ok(f),
         Ok(Err(reason)) => Err(MlError::Fit {
@@ -283,31 +317,6 @@ fn finite_or(p: f64, y: &[f64]) -> f64 {
     } else {
         y.last().copied().unwrap_or(0.0)
     }
-}
-
-/// Mean absolute one-step error of `m` over `y`.
-fn in_sample(m: Method, y: &[f64], spec: &Spec) -> Result<f64, MlError> {
-    let pred = match m {
-        Method::SeasonalNaive => return Ok(naive::in_sample_mae(y, spec.seasons.last().copied())),
-        Method::Ets => guarded(m, || {
-            let f = AutoETS::non_seasonal().fit(y).map_err(|e| e.to_string())?;
-            f.predict_in_sample(None).map_err(|e| e.to_string())
-        })?,
-        Method::Mstl => guarded(m, || {
-            let trend = AutoETSTrendModel::from(AutoETS::non_seasonal());
-            let f = MSTLModel::new(spec.seasons.clone(), trend)
-                .fit(y)
-                .map_err(|e| e.to_string())?;
-            f.predict_in_sample(None).map_err(|e| e.to_string())
-        })?,
-        Method::Auto => unreachable!("auto fits its candidates"),
-    };
-    Ok(mean_abs(
-        y.iter()
-            .zip(&pred.point)
-            .filter(|(_, p)| p.is_finite())
-            .map(|(a, b)| a - b),
-    ))
 }
 
 pub(crate) fn mean_abs(e: impl Iterator<Item = f64>) -> f64 {
