@@ -41,6 +41,33 @@ pub enum Output {
     Score,
 }
 
+impl Output {
+    /// The name users write.
+    pub fn name(self) -> &'static str {
+        match self {
+            Output::Detect => "anomaly_detect",
+            Output::Score => "anomaly_score",
+        }
+    }
+
+    /// The output column of a call named `name` (nullable: NULL values score NULL).
+    pub fn field(self, name: &str) -> FieldRef {
+        let ty = match self {
+            Output::Detect => DataType::Boolean,
+            Output::Score => DataType::Float64,
+        };
+        Arc::new(Field::new(name, ty, true))
+    }
+
+    /// Refuses a value column that is not numeric, naming the function and the type.
+    pub fn check_value(self, value: &DataType) -> Result<()> {
+        if !value.is_numeric() {
+            return plan_err!("{} needs a numeric value, got {value}", self.name());
+        }
+        Ok(())
+    }
+}
+
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct Anomaly {
     pub output: Output,
@@ -76,10 +103,7 @@ impl Anomaly {
 
     /// The name users write.
     pub fn public_name(&self) -> &'static str {
-        match self.output {
-            Output::Detect => "anomaly_detect",
-            Output::Score => "anomaly_score",
-        }
+        self.output.name()
     }
 }
 
@@ -100,10 +124,8 @@ impl WindowUDFImpl for Anomaly {
         &self,
         args: PartitionEvaluatorArgs,
     ) -> Result<Box<dyn PartitionEvaluator>> {
-        let value = args.input_fields()[0].data_type();
-        if !value.is_numeric() {
-            return plan_err!("{} needs a numeric value, got {value}", self.public_name());
-        }
+        self.output
+            .check_value(args.input_fields()[0].data_type())?;
         let text = |i: usize, what: &str| -> Result<Option<String>> {
             let Some(e) = args.input_exprs().get(i) else {
                 return Ok(None);
@@ -132,11 +154,7 @@ impl WindowUDFImpl for Anomaly {
     }
 
     fn field(&self, args: WindowUDFFieldArgs) -> Result<FieldRef> {
-        let ty = match self.output {
-            Output::Detect => DataType::Boolean,
-            Output::Score => DataType::Float64,
-        };
-        Ok(Arc::new(Field::new(args.name(), ty, true)))
+        Ok(self.output.field(args.name()))
     }
 }
 

@@ -12,9 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Float64Array};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
-    DataType, Field, FieldRef, Float64Type, TimeUnit, TimestampNanosecondType,
+    DataType, FieldRef, Float64Type, TimeUnit, TimestampNanosecondType,
 };
-use datafusion::common::{Result, plan_err};
+use datafusion::common::Result;
 use datafusion::error::DataFusionError;
 use datafusion::logical_expr::function::{PartitionEvaluatorArgs, WindowUDFFieldArgs};
 use datafusion::logical_expr::{PartitionEvaluator, Signature, Volatility, WindowUDFImpl};
@@ -94,10 +94,7 @@ pub fn external(e: crate::QueryError) -> DataFusionError {
 
 impl WindowUDFImpl for ModelAnomaly {
     fn name(&self) -> &str {
-        match self.output {
-            Output::Detect => "anomaly_detect",
-            Output::Score => "anomaly_score",
-        }
+        self.output.name()
     }
 
     fn signature(&self) -> &Signature {
@@ -108,10 +105,8 @@ impl WindowUDFImpl for ModelAnomaly {
         &self,
         args: PartitionEvaluatorArgs,
     ) -> Result<Box<dyn PartitionEvaluator>> {
-        let value = args.input_fields()[0].data_type();
-        if !value.is_numeric() {
-            return plan_err!("{} needs a numeric value, got {value}", self.name());
-        }
+        self.output
+            .check_value(args.input_fields()[0].data_type())?;
         self.models.ready(&self.db, &self.model).map_err(external)?;
         Ok(Box::new(Evaluator {
             output: self.output,
@@ -123,11 +118,7 @@ impl WindowUDFImpl for ModelAnomaly {
     }
 
     fn field(&self, args: WindowUDFFieldArgs) -> Result<FieldRef> {
-        let ty = match self.output {
-            Output::Detect => DataType::Boolean,
-            Output::Score => DataType::Float64,
-        };
-        Ok(Arc::new(Field::new(args.name(), ty, true)))
+        Ok(self.output.field(args.name()))
     }
 }
 
