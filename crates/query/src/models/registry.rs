@@ -291,17 +291,7 @@ impl Models {
                 e.record = record;
                 e.loaded = Some(Arc::new(Loaded::new(m)));
             }
-            Err(why) => {
-                tracing::warn!(model = %k, reason = %why, "model training failed");
-                let record = ModelRecord {
-                    status: ModelStatus::Failed(why),
-                    ..e.record.clone()
-                };
-                if let Err(err) = self.engine.put_model(&k, record.clone(), None) {
-                    tracing::warn!(model = %k, error = %err, "could not record a failed training");
-                }
-                e.record = record;
-            }
+            Err(why) => self.record_failure(&k, e, why),
         }
         e.training = None;
         self.changed.notify_all();
@@ -325,6 +315,29 @@ impl Models {
                 return Some("training".into());
             }
         }
+    }
+
+    /// Records that model `name`'s training could not start (a restart's resume), saying why.
+    pub fn fail(&self, db: &str, name: &str, why: String) {
+        let k = key(db, name);
+        let mut entries = self.entries.lock();
+        if let Some(e) = entries.get_mut(&k) {
+            self.record_failure(&k, e, why);
+            self.changed.notify_all();
+        }
+    }
+
+    /// Records entry `k` as failed with `why`, in the catalog and in memory.
+    fn record_failure(&self, k: &str, e: &mut Entry, why: String) {
+        tracing::warn!(model = %k, reason = %why, "model training failed");
+        let record = ModelRecord {
+            status: ModelStatus::Failed(why),
+            ..e.record.clone()
+        };
+        if let Err(err) = self.engine.put_model(k, record.clone(), None) {
+            tracing::warn!(model = %k, error = %err, "could not record a failed training");
+        }
+        e.record = record;
     }
 
     /// Drops model `name`, cancelling its training; returns whether it existed.

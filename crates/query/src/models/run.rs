@@ -219,25 +219,14 @@ pub async fn resume(q: &QueryService) {
         }
         .await;
         if let Err(e) = r {
-            tracing::warn!(db, model = name, error = %e, "could not resume training");
-            let _ = q
-                .models
-                .begin(
-                    &db,
-                    &name,
-                    q.models
-                        .definition(&db, &name)
-                        .unwrap_or_else(|_| Definition {
-                            options: vec![],
-                            query: String::new(),
-                        }),
-                    true,
-                    now_ns(),
-                )
-                .map(|(g, _)| {
-                    q.models
-                        .finish(&db, &name, g, Err(e.to_string()), 0, now_ns())
-                });
+            // Recorded as failed, in the catalog: blocking I/O, off the runtime.
+            let models = q.models.clone();
+            let why = e.to_string();
+            let _ = blocking(move || {
+                models.fail(&db, &name, why);
+                Ok(())
+            })
+            .await;
         }
     }
 }
