@@ -27,6 +27,7 @@ fn open(
         files: files.clone(),
         wals: wals.clone(),
         clock: Arc::new(tempora_storage::clock::SystemClock),
+        dense_dir: None,
     };
     let opts = EngineOptions {
         rollup_min_rows_per_state: min_rows,

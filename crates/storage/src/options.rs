@@ -64,6 +64,8 @@ pub struct EngineOptions {
     pub max_series_per_region: usize,
     /// Most rows in one write request.
     pub max_rows_per_request: usize,
+    /// Most block files a dense table keeps open (more are reopened on use).
+    pub max_open_dense_files: usize,
     /// Manifest edits between checkpoints.
     pub manifest_checkpoint_every: u64,
     /// Threads used to replay the WAL on start.
@@ -116,6 +118,7 @@ impl Default for EngineOptions {
             max_columns: 4_096,
             max_series_per_region: 10_000_000,
             max_rows_per_request: 1_000_000,
+            max_open_dense_files: 1024,
             manifest_checkpoint_every: 64,
             replay_threads: 2,
             maintenance_interval: Duration::from_secs(60),

@@ -87,6 +87,7 @@ impl World {
             files,
             wals: self.wals.clone(),
             clock: self.clock.clone(),
+            dense_dir: None,
         }
     }
 }

@@ -193,6 +193,7 @@ impl Catalog {
         if_not_exists: bool,
         max_columns: usize,
         settings: StorageSettings,
+        dense: Option<crate::dense::DenseSpec>,
     ) -> Result<bool> {
         check_declared(name, &schema, max_columns)?;
         let mut tables = self.tables.write();
@@ -231,10 +232,18 @@ impl Catalog {
                 settings,
             });
         }
-        manifest.commit(edits)?;
-        drop(manifest);
         let effective = self.effective_for(name, settings);
         let table = Table::new(name, id, schema, settings, effective);
+        if let Some(spec) = dense {
+            // The directory first: a table whose files cannot be made is not created.
+            table.set_dense(self.open_dense(&table, spec.clone())?);
+            edits.push(Edit::SetDense {
+                name: name.to_string(),
+                spec,
+            });
+        }
+        manifest.commit(edits)?;
+        drop(manifest);
         tables.insert(name.to_string(), Arc::new(table));
         Ok(true)
     }

@@ -39,6 +39,8 @@ pub struct Table {
     settings: Mutex<StorageSettings>,
     effective: RwLock<Effective>,
     rate: Mutex<RateEstimate>,
+    /// A dense table's files (set once, when it is created or loaded).
+    dense: std::sync::OnceLock<Arc<crate::dense::DenseTable>>,
 }
 
 impl Table {
@@ -59,7 +61,52 @@ impl Table {
             settings: Mutex::new(settings),
             effective: RwLock::new(effective),
             rate: Mutex::new(RateEstimate::default()),
+            dense: std::sync::OnceLock::new(),
         }
+    }
+
+    /// A dense table's files; `None` for a table of the ordinary layout.
+    pub fn dense(&self) -> Option<&Arc<crate::dense::DenseTable>> {
+        self.dense.get()
+    }
+
+    /// Makes the table dense (once, before it is used).
+    pub fn set_dense(&self, d: Arc<crate::dense::DenseTable>) {
+        let set = self.dense.set(d).is_ok();
+        debug_assert!(set, "a table is made dense once");
+    }
+
+    /// Adds the tag names of `names` the schema lacks (a dense table's schema grows by tags
+    /// only); refuses a name that is a field, or more than `max_columns` columns. Returns
+    /// whether the schema changed.
+    pub fn grow_tags(&self, names: &[String], max_columns: usize) -> Result<bool, String> {
+        let mut schema = self.schema.lock();
+        let mut cols = schema.columns().to_vec();
+        let before = cols.len();
+        for n in names {
+            match schema.kind(n) {
+                Some(tempora_model::ColumnKind::Tag) => {}
+                Some(_) => {
+                    return Err(format!(
+                        "tag {n:?} is already a field of table {:?}",
+                        self.name
+                    ));
+                }
+                None => cols.push((n.clone(), tempora_model::ColumnKind::Tag)),
+            }
+        }
+        if cols.len() == before {
+            return Ok(false);
+        }
+        if cols.len() > max_columns {
+            return Err(format!(
+                "table {:?} would exceed the limit of {max_columns} columns",
+                self.name
+            ));
+        }
+        *schema = TableSchema::with_columns(&schema.name, cols);
+        *self.published.write() = Arc::new(schema.clone());
+        Ok(true)
     }
 
     /// The table's own settings.

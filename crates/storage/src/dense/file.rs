@@ -104,9 +104,53 @@ impl BlockFile {
             .map_err(|e: SlotError| corrupt(&self.path, format!("slot {i}: {e}")))
     }
 
+    /// Writes encoded slots (whole slots, as [`slot::encode`] makes them) from slot `first` on:
+    /// one positioned write however many slots follow each other.
+    pub fn write_encoded(&self, first: u64, bytes: &[u8]) -> Result<()> {
+        debug_assert_eq!(bytes.len() as u64 % self.slot_len, 0);
+        self.file
+            .write_all_at(bytes, self.offset(first))
+            .map_err(|e| io_err("write dense slot", self.path.display().to_string(), e))
+    }
+
+    /// Reads slots `range` into `buf` (holes and the part past the end of the file as zeros).
+    pub fn read_encoded(&self, range: Range<u64>, buf: &mut Vec<u8>) -> Result<()> {
+        buf.clear();
+        buf.resize(((range.end - range.start) * self.slot_len) as usize, 0);
+        let n = read_upto(&self.file, buf, self.offset(range.start))
+            .map_err(|e| io_err("read dense slot", self.path.display().to_string(), e))?;
+        buf[n..].fill(0);
+        Ok(())
+    }
+
+    /// Bytes of one slot.
+    pub fn slot_len(&self) -> usize {
+        self.slot_len as usize
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The named corruption error of slot `i` of this file.
+    pub fn slot_error(&self, i: u64, e: SlotError) -> StorageError {
+        corrupt(&self.path, format!("slot {i}: {e}"))
+    }
+
     /// Makes slot `i` never written, freeing its disk where the file system can.
     pub fn delete(&self, i: u64) -> Result<()> {
-        let (off, len) = (self.offset(i), self.slot_len);
+        self.punch(i..i + 1)
+    }
+
+    /// Makes slots `range` never written (one hole punched for all of them).
+    pub fn punch(&self, range: Range<u64>) -> Result<()> {
+        if range.is_empty() {
+            return Ok(());
+        }
+        let (off, len) = (
+            self.offset(range.start),
+            (range.end - range.start) * self.slot_len,
+        );
         // SAFETY: fallocate on an open descriptor with valid offsets has no memory effects.
         let punched = unsafe {
             libc::fallocate(

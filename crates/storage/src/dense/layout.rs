@@ -29,7 +29,7 @@ pub const HEADER_ALIGN: usize = 4096;
 pub const MAX_STRING: usize = 4096;
 
 /// A field of a dense table: its name, type and width in a slot.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DenseField {
     pub name: String,
     pub ty: FieldType,
@@ -69,7 +69,8 @@ pub enum LayoutError {
 /// The block a timestamp falls in: its start, a multiple of `block_ns` from the epoch.
 pub fn block_start(ts: i64, block_ns: i64) -> i64 {
     assert!(block_ns > 0);
-    ts.div_euclid(block_ns) * block_ns
+    // Saturating: near i64::MIN (an unbounded range) the block would start before it.
+    ts.saturating_sub(ts.rem_euclid(block_ns))
 }
 
 /// The slot of `ts` in the block starting at `start`.

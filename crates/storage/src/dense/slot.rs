@@ -43,19 +43,50 @@ pub enum SlotError {
 /// The bytes of a written slot holding `values` (one per field, None for NULL).
 pub fn encode(fields: &[DenseField], values: &[Option<FieldValue>]) -> Result<Vec<u8>, SlotError> {
     assert_eq!(fields.len(), values.len());
-    let mut out = vec![0u8; slot_len(fields)];
+    let mut out = Vec::with_capacity(slot_len(fields));
+    encode_with(fields, |i| values[i].as_ref(), &mut out)?;
+    Ok(out)
+}
+
+/// Appends the image of a written slot whose field `i` is `value(i)` (None for NULL) to
+/// `out`; on error `out` is as it was. An integer given to a float field is converted.
+pub fn encode_with<'v>(
+    fields: &[DenseField],
+    value: impl Fn(usize) -> Option<&'v FieldValue>,
+    out: &mut Vec<u8>,
+) -> Result<(), SlotError> {
+    let base = out.len();
+    out.resize(base + slot_len(fields), 0);
+    let r = fill(fields, value, &mut out[base..]);
+    if r.is_err() {
+        out.truncate(base);
+    }
+    r
+}
+
+fn fill<'v>(
+    fields: &[DenseField],
+    value: impl Fn(usize) -> Option<&'v FieldValue>,
+    out: &mut [u8],
+) -> Result<(), SlotError> {
     let bits = presence_bytes(fields);
     // The written bit, after the fields' bits: a written slot is never all zero.
     let w = fields.len();
     out[4 + w / 8] |= 1 << (w % 8);
     let mut at = 4 + bits;
-    for (i, (f, v)) in fields.iter().zip(values).enumerate() {
+    for (i, f) in fields.iter().enumerate() {
         let w = f.width();
-        if let Some(v) = v {
+        if let Some(v) = value(i) {
             out[4 + i / 8] |= 1 << (i % 8);
             let cell = &mut out[at..at + w];
             match (f.ty, v) {
                 (FieldType::F64, FieldValue::F64(x)) => cell.copy_from_slice(&x.to_le_bytes()),
+                (FieldType::F64, FieldValue::I64(x)) => {
+                    cell.copy_from_slice(&(*x as f64).to_le_bytes())
+                }
+                (FieldType::F64, FieldValue::U64(x)) => {
+                    cell.copy_from_slice(&(*x as f64).to_le_bytes())
+                }
                 (FieldType::I64, FieldValue::I64(x)) => cell.copy_from_slice(&x.to_le_bytes()),
                 (FieldType::U64, FieldValue::U64(x)) => cell.copy_from_slice(&x.to_le_bytes()),
                 (FieldType::Bool, FieldValue::Bool(x)) => cell[0] = u8::from(*x),
@@ -83,7 +114,39 @@ pub fn encode(fields: &[DenseField], values: &[Option<FieldValue>]) -> Result<Ve
     }
     let crc = crc32c::crc32c(&out[4..]);
     out[..4].copy_from_slice(&crc.to_le_bytes());
-    Ok(out)
+    Ok(())
+}
+
+/// Whether a slot image is a hole (never written: all zero).
+pub fn is_hole(img: &[u8]) -> bool {
+    img.iter().all(|b| *b == 0)
+}
+
+/// Checks a written slot image's checksum.
+pub fn check(img: &[u8]) -> Result<(), SlotError> {
+    let crc = u32::from_le_bytes(img[..4].try_into().expect("4 bytes"));
+    match crc32c::crc32c(&img[4..]) == crc {
+        true => Ok(()),
+        false => Err(SlotError::Checksum),
+    }
+}
+
+/// Whether field `i` of a written slot image holds a value (not NULL).
+pub fn present(img: &[u8], i: usize) -> bool {
+    img[4 + i / 8] & (1 << (i % 8)) != 0
+}
+
+/// Byte offset of each field's cell in a slot.
+pub fn field_offsets(fields: &[DenseField]) -> Vec<usize> {
+    let mut at = 4 + presence_bytes(fields);
+    fields
+        .iter()
+        .map(|f| {
+            let o = at;
+            at += f.width();
+            o
+        })
+        .collect()
 }
 
 /// The slot in `bytes` (exactly [`slot_len`] of them).
@@ -192,8 +255,8 @@ mod tests {
                 max: 5
             }
         );
-        let e = encode(&f, &[Some(FieldValue::I64(1)), None, None, None]).unwrap_err();
-        assert!(e.to_string().contains("kwh"), "{e}");
+        let e = encode(&f, &[None, Some(FieldValue::F64(1.0)), None, None]).unwrap_err();
+        assert!(e.to_string().contains("field n"), "{e}");
         let mut b = encode(&f, &[Some(FieldValue::F64(2.0)), None, None, None]).unwrap();
         // A crash that wrote only the first half of the slot's new bytes over another value.
         let other = encode(

@@ -158,6 +158,39 @@ impl Engine {
     ) -> Result<bool> {
         let max_columns = self.opts.max_columns;
         self.catalog
-            .create_table(name, schema, if_not_exists, max_columns, settings)
+            .create_table(name, schema, if_not_exists, max_columns, settings, None)
+    }
+
+    /// [`Engine::create_table_with`] for a dense table laid out by `spec` (its fields are the
+    /// schema's fields, in order; its files need a local data directory).
+    pub fn create_dense_table(
+        &self,
+        name: &str,
+        schema: TableSchema,
+        if_not_exists: bool,
+        settings: StorageSettings,
+        spec: crate::dense::DenseSpec,
+    ) -> Result<bool> {
+        let declared: Vec<(&str, tempora_model::FieldType)> = schema.fields().collect();
+        let laid: Vec<(&str, tempora_model::FieldType)> = spec
+            .fields
+            .iter()
+            .map(|f| (f.name.as_str(), f.ty))
+            .collect();
+        assert_eq!(declared, laid, "a dense table's fields are its schema's");
+        let max_columns = self.opts.max_columns;
+        self.catalog.create_table(
+            name,
+            schema,
+            if_not_exists,
+            max_columns,
+            settings,
+            Some(spec),
+        )
+    }
+
+    /// A dense table's layout; `None` for a table of the ordinary layout or no table.
+    pub fn dense_spec(&self, table: &str) -> Option<crate::dense::DenseSpec> {
+        Some(self.catalog.find(table)?.dense()?.spec.clone())
     }
 }

@@ -18,6 +18,7 @@
 
 mod admin;
 mod databases;
+mod dense;
 mod models;
 mod rows;
 mod write;
@@ -63,16 +64,23 @@ pub struct EngineIo {
     pub files: FileStore,
     pub wals: Arc<dyn WalFactory>,
     pub clock: Arc<dyn Clock>,
+    /// Where dense tables keep their block files (local disk); `None`: no dense tables.
+    pub dense_dir: Option<PathBuf>,
 }
 
 impl EngineIo {
-    /// Files and WALs in memory (tests), with the system clock.
+    /// Files and WALs in memory (tests), with the system clock; dense tables (which need a
+    /// file system) in a fresh directory under the system's temporary directory.
     pub fn memory() -> (Self, Arc<MemWals>) {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dense = std::env::temp_dir().join(format!("tempora-dense-{}-{n}", std::process::id()));
         let wals = Arc::new(MemWals::default());
         let io = Self {
             files: FileStore::memory(),
             wals: wals.clone(),
             clock: Arc::new(SystemClock),
+            dense_dir: Some(dense),
         };
         (io, wals)
     }
@@ -84,6 +92,7 @@ impl EngineIo {
             files: FileStore::local(&dir)?,
             wals: Arc::new(DirWals(dir.join("wal"))),
             clock: Arc::new(SystemClock),
+            dense_dir: Some(dir.join("dense")),
         })
     }
 }
@@ -158,12 +167,15 @@ impl Engine {
         let store = io.files.clone();
         let clock = io.clock.clone();
         let metrics = Arc::new(Metrics::default());
-        let catalog = Arc::new(Catalog::new(
-            manifest,
-            opts.max_tables,
-            opts.max_databases,
-            opts.defaults(),
-        ));
+        let catalog = Arc::new(
+            Catalog::new(
+                manifest,
+                opts.max_tables,
+                opts.max_databases,
+                opts.defaults(),
+            )
+            .with_dense_root(io.dense_dir.clone(), opts.max_open_dense_files),
+        );
         let budget = Arc::new(Budget::new(
             opts.workers,
             opts.write_stall_bytes,

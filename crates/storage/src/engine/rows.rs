@@ -47,6 +47,9 @@ impl Engine {
     /// (counted when it read them: a write racing the delete may be hidden uncounted).
     pub fn delete(&self, table: &str, req: &DeleteRequest) -> Result<u64> {
         let table = self.catalog.table(table)?;
+        if let Some(dense) = table.dense() {
+            return self.delete_dense(&table, dense, req);
+        }
         crate::maintenance::delete::delete(&self.catalog, &self.reader, &table, req)
     }
 }

@@ -42,6 +42,9 @@ impl Engine {
             }
         })?;
         let table = self.catalog.table_or_create(batch.table())?;
+        if let Some(dense) = table.dense() {
+            return self.write_dense(&table, dense, &batch);
+        }
         let (mut rejected, field_map) = table.check(&batch, self.opts.max_columns);
         let routed = self.route(&table, &batch, &mut rejected);
         let batch = Arc::new(batch);
@@ -57,6 +60,7 @@ impl Engine {
                 batch: batch.clone(),
                 field_map: field_map.clone(),
                 parts,
+                dense: None,
                 reply: tx,
             };
             self.threads.write_txs[worker]

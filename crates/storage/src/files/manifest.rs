@@ -194,6 +194,9 @@ pub struct TableMeta {
     /// The table's own retention and partition settings (unset ones inherit).
     #[serde(default)]
     pub settings: StorageSettings,
+    /// A dense table's layout (issue 25; added within format version 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dense: Option<crate::dense::DenseSpec>,
 }
 
 /// One region's persisted state.
@@ -308,6 +311,11 @@ pub enum Edit {
     DropModel {
         name: String,
     },
+    /// Makes a table dense (committed with its `CreateTable`; added within format version 1).
+    SetDense {
+        name: String,
+        spec: crate::dense::DenseSpec,
+    },
 }
 
 impl Edit {
@@ -331,6 +339,7 @@ impl ManifestState {
             | Edit::SetSchema { .. }
             | Edit::SetTtl { .. }
             | Edit::SetTableSettings { .. }
+            | Edit::SetDense { .. }
             | Edit::DropTable { .. } => self.apply_table(e),
             Edit::CreateDatabase { name } => {
                 self.databases.insert(name.clone());
@@ -371,6 +380,7 @@ impl ManifestState {
                         schema: TableSchema::new(name),
                         ttl_ns: None,
                         settings: StorageSettings::default(),
+                        dense: None,
                     },
                 );
             }
@@ -388,6 +398,11 @@ impl ManifestState {
             Edit::SetTableSettings { name, settings } => {
                 if let Some(t) = self.tables.get_mut(name) {
                     t.settings = *settings;
+                }
+            }
+            Edit::SetDense { name, spec } => {
+                if let Some(t) = self.tables.get_mut(name) {
+                    t.dense = Some(spec.clone());
                 }
             }
             Edit::DropTable { name } => {

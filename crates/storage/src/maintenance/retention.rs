@@ -45,6 +45,13 @@ impl Dropper {
         let now = self.clock.now_ns();
         for table in self.catalog.tables() {
             let raw_cutoff = table.retention_cutoff(now);
+            if let Some(d) = table.dense() {
+                // Whole block files past retention go; a dense table keeps no rollups.
+                if let Some(cutoff) = raw_cutoff {
+                    dropped += d.drop_blocks_before(cutoff)?;
+                }
+                continue;
+            }
             let rollups: Vec<(i64, Option<i64>)> = table
                 .effective()
                 .rollups
@@ -184,6 +191,17 @@ impl Dropper {
     /// memtables and marks their files for deletion once no reader holds them. The manifest
     /// edit that dropped them must be committed first.
     fn release_regions(&self, table: &Table, dropped: Vec<Arc<Region>>) {
+        if let Some(d) = table.dense()
+            && self
+                .catalog
+                .find(&table.name)
+                .is_none_or(|t| t.id != table.id)
+        {
+            // The table itself was dropped: its block files go with it.
+            if let Err(e) = d.remove_all() {
+                tracing::warn!(table = %table.name, error = %e, "removing a dropped dense table's files failed");
+            }
+        }
         let names = table.field_names();
         let mut regions = table.regions.write();
         for r in dropped {

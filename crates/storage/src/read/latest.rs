@@ -41,6 +41,9 @@ struct Pick {
 /// when the read would touch files: a region's cache must first be filled from them (after a
 /// restart or a delete), or its series index was evicted to its file.
 pub(crate) fn latest_rows_bound(table: &Table) -> Option<usize> {
+    if table.dense().is_some() {
+        return None; // read from the block files
+    }
     let mut rows = 0;
     for region in table.all_regions() {
         let filled = region.lvc_from_files.load(Ordering::SeqCst);
@@ -62,6 +65,15 @@ pub(crate) fn latest(
     let fields = selected_fields(table, fields)?;
     let plain: Vec<(String, FieldType)> = fields.iter().map(|(_, n, t)| (n.clone(), *t)).collect();
     let tags = table.tags();
+    if let Some(dense) = table.dense() {
+        let run = crate::dense::scan::latest_run(dense, &dense.select(matcher), &plain)?;
+        return crate::read::region_read::to_output(
+            &run,
+            &tags,
+            &plain,
+            crate::read::TagForm::Strings,
+        );
+    }
     let mut regions = table.all_regions();
     regions.sort_by_key(|r| std::cmp::Reverse(r.key.start));
     let mut picks: Vec<Pick> = Vec::new();

@@ -106,6 +106,8 @@ pub struct ScanPlan {
     time: Option<(i64, i64)>,
     field_bounds: Vec<FieldBound>,
     regions: Vec<RegionScan>,
+    /// A dense table's blocks to read (then `regions` is empty).
+    dense: Vec<crate::dense::scan::DensePart>,
     pub stats: ScanStats,
 }
 
@@ -136,7 +138,15 @@ impl std::fmt::Debug for ScanPlan {
 impl ScanPlan {
     /// Regions left to read, in (partition, bucket) order.
     pub fn regions(&self) -> usize {
-        self.regions.len()
+        self.regions.len() + self.dense.len()
+    }
+
+    /// Reads part `i` over `time` as a run: a region, or a dense table's block.
+    fn run(&self, i: usize, time: Option<(i64, i64)>) -> Result<SortedRun> {
+        match self.dense.get(i) {
+            Some(d) => d.read_run(&self.fields, time),
+            None => scan_region(&self.reader, &self.regions[i], &self.fields, time),
+        }
     }
 
     /// Reads region `i`: tags, time, then the requested fields, sorted by series then time,
@@ -148,13 +158,16 @@ impl ScanPlan {
     /// [`ScanPlan::read`] with the tag columns in `form` ([`output_schema_as`]).
     pub fn read_as(&self, i: usize, form: TagForm) -> Result<Option<RecordBatch>> {
         self.check_raw(i, self.time)?;
-        let (run, bounded) = scan_region_bounded(
-            &self.reader,
-            &self.regions[i],
-            &self.fields,
-            self.time,
-            &self.field_bounds,
-        )?;
+        let (run, bounded) = match self.dense.is_empty() {
+            true => scan_region_bounded(
+                &self.reader,
+                &self.regions[i],
+                &self.fields,
+                self.time,
+                &self.field_bounds,
+            )?,
+            false => (self.run(i, self.time)?, false),
+        };
         let run = if bounded {
             run
         } else {
@@ -169,12 +182,17 @@ impl ScanPlan {
     /// Whether region `i`'s raw rows expired while rollups of them remain (reads of raw
     /// rows over a range starting before its end fail; [`ScanPlan::read_rollup`] answers).
     pub fn raw_expired(&self, i: usize) -> bool {
-        !self.regions[i].snap.rollup_only.is_empty()
+        self.regions
+            .get(i)
+            .is_some_and(|r| !r.snap.rollup_only.is_empty())
     }
 
     /// The resolutions every rollup-only file of region `i` still has (finest first).
     pub fn rollups_left(&self, i: usize) -> Vec<i64> {
-        let only = &self.regions[i].snap.rollup_only;
+        let Some(r) = self.regions.get(i) else {
+            return Vec::new();
+        };
+        let only = &r.snap.rollup_only;
         let mut out: Vec<i64> = match only.first() {
             Some(f) => f.meta.rollups.iter().map(|r| r.resolution_ns).collect(),
             None => return Vec::new(),
@@ -219,6 +237,14 @@ impl ScanPlan {
         res: i64,
         range: (i64, i64),
     ) -> Result<crate::rollup::read::RollupRead> {
+        if !self.dense.is_empty() {
+            // A dense table keeps no rollups: every bucket is read from its slots.
+            return Ok(crate::rollup::read::RollupRead {
+                run: None,
+                raw: vec![range],
+                files: 0,
+            });
+        }
         let want = crate::rollup::partial::rollup_fields(&self.fields);
         crate::rollup::read::read_region(&self.reader, &self.regions[i], &want, res, range)
     }
@@ -231,7 +257,7 @@ impl ScanPlan {
             return Ok(None);
         }
         self.check_raw(i, Some(time))?;
-        let run = scan_region(&self.reader, &self.regions[i], &self.fields, Some(time))?;
+        let run = self.run(i, Some(time))?;
         Ok((run.num_rows() > 0).then_some(run))
     }
 
@@ -240,7 +266,7 @@ impl ScanPlan {
     /// matches.
     pub fn read_run(&self, i: usize) -> Result<Option<SortedRun>> {
         self.check_raw(i, self.time)?;
-        let run = scan_region(&self.reader, &self.regions[i], &self.fields, self.time)?;
+        let run = self.run(i, self.time)?;
         Ok((run.num_rows() > 0).then_some(run))
     }
 }
@@ -329,7 +355,7 @@ pub(crate) fn select(region: &Arc<Region>, m: &Matcher) -> Result<Option<Roaring
 /// Reads every region of a plan; one batch per region that has matching rows.
 pub(crate) fn read_all(plan: &ScanPlan) -> Result<Vec<RecordBatch>> {
     let mut out = Vec::new();
-    for i in 0..plan.regions.len() {
+    for i in 0..plan.regions() {
         if let Some(b) = plan.read(i)? {
             out.push(b);
         }
@@ -342,6 +368,9 @@ pub(crate) fn read_all(plan: &ScanPlan) -> Result<Vec<RecordBatch>> {
 pub(crate) fn plan(reader: &Reader, table: &Table, req: &ScanRequest) -> Result<ScanPlan> {
     let fields = selected_fields(table, req.fields.as_ref())?;
     let fields: Vec<(String, FieldType)> = fields.into_iter().map(|(_, n, t)| (n, t)).collect();
+    if let Some(d) = table.dense() {
+        return plan_dense(reader, table, d, req, fields);
+    }
     let names = table.field_names();
     let mut stats = ScanStats::default();
     let mut regions = Vec::new();
@@ -395,6 +424,64 @@ pub(crate) fn plan(reader: &Reader, table: &Table, req: &ScanRequest) -> Result<
         time: req.time,
         field_bounds: req.field_bounds.clone(),
         regions,
+        dense: Vec::new(),
+        stats,
+    })
+}
+
+/// A dense table's scan: one part per block of the selected series that overlaps the time
+/// range. Stats count blocks as regions and block files as files.
+fn plan_dense(
+    reader: &Reader,
+    table: &Table,
+    d: &Arc<crate::dense::DenseTable>,
+    req: &ScanRequest,
+    fields: Vec<(String, FieldType)>,
+) -> Result<ScanPlan> {
+    let series = d.select(&req.matcher);
+    let (s, e) = req.time.unwrap_or((i64::MIN, i64::MAX));
+    let all = d.all_blocks(&series);
+    let block_ns = d.spec.block_ns;
+    let kept: Vec<i64> = all
+        .iter()
+        .copied()
+        .filter(|&b| b < e && b.saturating_add(block_ns) > s)
+        .collect();
+    let files_kept: usize = series
+        .iter()
+        .map(|x| x.blocks_in(s, e, block_ns).len())
+        .sum();
+    let stats = ScanStats {
+        regions_total: all.len(),
+        regions_kept: kept.len(),
+        files_total: series.iter().map(|x| x.blocks().len()).sum(),
+        files_kept,
+        series_total: d.series_count(),
+        series_kept: series.len(),
+        rows_estimate: files_kept as u64
+            * d.slots_per_block().min(
+                ((e as i128 - s as i128) / d.spec.interval_ns as i128).clamp(1, u64::MAX as i128)
+                    as u64,
+            ),
+    };
+    let series = Arc::new(series);
+    let dense = kept
+        .into_iter()
+        .map(|block| crate::dense::scan::DensePart {
+            table: d.clone(),
+            series: series.clone(),
+            block,
+        })
+        .collect();
+    Ok(ScanPlan {
+        reader: reader.clone(),
+        table: table.name.clone(),
+        tags: output_tags(table, req.tags.as_ref())?,
+        fields,
+        time: req.time,
+        field_bounds: req.field_bounds.clone(),
+        regions: Vec::new(),
+        dense,
         stats,
     })
 }
