@@ -8,6 +8,8 @@
 //! - `CREATE TABLE` declares tags and fields up front in an existing database; line protocol
 //!   and inserts keep adding columns to it (schema on write).
 //! - `DROP TABLE` fails for a missing table unless `IF EXISTS`.
+//! - `CREATE TABLE … WITH (layout = 'dense', interval = '1s' [, block = '1d'])` makes a
+//!   dense table ([`crate::dense`]): fixed fields at computed offsets, updated in place.
 //! - `WITH (ttl = '30d', partition = '7d')` on `CREATE DATABASE` and `CREATE TABLE`, and
 //!   `ALTER DATABASE|TABLE name SET (…)`: retention and partition width
 //!   (`tempora_storage::catalog::settings`); a table's setting overrides its database's,
@@ -65,7 +67,9 @@ pub async fn run(
             Ok(())
         }
         Command::CreateTable(t) => {
-            let settings = StorageSettings::from_options(&t.options)?;
+            let (dense, options) =
+                crate::dense::layout_options(&t.options, &t.columns, &t.lengths)?;
+            let settings = StorageSettings::from_options(&options)?;
             let (db, table) = resolve(db, &t.name);
             if !dbs.exists(&db) {
                 return Err(QueryError::DatabaseNotFound(db));
@@ -76,8 +80,11 @@ pub async fn run(
             let schema = TableSchema::with_columns(&name, t.columns.clone());
             let if_not_exists = t.if_not_exists;
             let engine = dbs.engine().clone();
-            let created = blocking(move || {
-                Ok(engine.create_table_with(&name, schema, if_not_exists, settings)?)
+            let created = blocking(move || match dense {
+                Some(spec) => {
+                    Ok(engine.create_dense_table(&name, schema, if_not_exists, settings, spec)?)
+                }
+                None => Ok(engine.create_table_with(&name, schema, if_not_exists, settings)?),
             })
             .await?;
             if !created && !if_not_exists {

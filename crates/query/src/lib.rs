@@ -31,6 +31,7 @@ pub mod catalog;
 pub mod command;
 pub mod convert;
 pub mod delete;
+pub mod dense;
 pub mod error;
 pub mod exec;
 pub mod functions;
@@ -48,6 +49,7 @@ pub mod service;
 pub mod sql;
 pub mod stages;
 pub mod table;
+pub mod update;
 
 pub use error::{QueryError, Result};
 pub use limits::QueryOptions;

@@ -459,6 +459,7 @@ impl QueryService {
                 if dml {
                     let tag = match &p.statement {
                         Statement::Insert(_) => "INSERT",
+                        Statement::Update(_) => "UPDATE",
                         _ => "DELETE",
                     };
                     return Ok(Output::Count {

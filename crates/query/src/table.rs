@@ -37,6 +37,8 @@ pub struct TemporaTable {
     newest_per: Option<Vec<String>>,
     /// The engine's schema this table was made from (the plan cache checks it is current).
     snapshot: Arc<TableSchema>,
+    /// A dense table's declaration, as `CREATE TABLE` text.
+    definition: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for TemporaTable {
@@ -51,6 +53,9 @@ impl TemporaTable {
     pub fn new(engine: Arc<Engine>, name: String, schema: &Arc<TableSchema>) -> Self {
         let tags: Vec<String> = schema.tags().map(str::to_string).collect();
         let fields: Vec<_> = schema.fields().map(|(n, t)| (n.to_string(), t)).collect();
+        let definition = engine
+            .dense_spec(&name)
+            .map(|spec| Arc::from(crate::dense::definition(&name, schema, &spec)));
         Self {
             engine,
             name,
@@ -59,6 +64,7 @@ impl TemporaTable {
             latest: false,
             newest_per: None,
             snapshot: schema.clone(),
+            definition,
         }
     }
 
@@ -272,6 +278,29 @@ impl TableProvider for TemporaTable {
             &self.tags,
             &filters,
         )
+    }
+
+    async fn update(
+        &self,
+        state: &dyn Session,
+        assignments: Vec<(String, Expr)>,
+        filters: Vec<Expr>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        crate::update::exec(
+            state,
+            self.engine.clone(),
+            self.name.clone(),
+            &self.tags,
+            self.schema.clone(),
+            assignments,
+            &filters,
+        )
+    }
+
+    /// A dense table's declaration (`information_schema.views.definition` shows it);
+    /// `None` for a table of the ordinary layout.
+    fn get_table_definition(&self) -> Option<&str> {
+        self.definition.as_deref()
     }
 
     async fn insert_into(

@@ -91,7 +91,10 @@ impl UserDefinedLogicalNodeCore for PreparedNode {
 pub fn ast_of(stmt: &Statement) -> sqlparser::ast::Statement {
     match stmt {
         Statement::Query(q) => sqlparser::ast::Statement::Query(q.query.clone()),
-        Statement::Insert(s) | Statement::Delete(s) | Statement::Session(s) => (**s).clone(),
+        Statement::Insert(s)
+        | Statement::Delete(s)
+        | Statement::Update(s)
+        | Statement::Session(s) => (**s).clone(),
         _ => stand_in().clone(),
     }
 }

@@ -475,3 +475,41 @@ fn a_damaged_block_file_is_named_and_other_blocks_still_read() {
         );
     }
 }
+
+#[test]
+fn retention_drops_whole_expired_blocks_and_drop_table_removes_the_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open_local(dir.path());
+    create(&e, 3600);
+    const HOUR: i64 = 3600 * SEC;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64;
+    let base = now.div_euclid(HOUR) * HOUR;
+    // Points 50, 30 and 0 hours old: three blocks.
+    for hours in [50, 30, 0] {
+        put(
+            &e,
+            &[("a", base - hours * HOUR, (Some(hours as f64), None))],
+        );
+    }
+    let blocks = || {
+        walk(&dir.path().join("dense"))
+            .filter(|p| p.ends_with(".tdns"))
+            .count()
+    };
+    assert_eq!(blocks(), 3);
+    let ttl = StorageSettings::from_options(&[("ttl".into(), "2d".into())]).unwrap();
+    e.set_table_settings(T, ttl).unwrap();
+    assert_eq!(
+        e.enforce_retention().unwrap(),
+        1,
+        "the 50-hour-old block went"
+    );
+    assert_eq!(blocks(), 2);
+    assert_eq!(get(&e, "a", base - 50 * HOUR), None);
+    assert_eq!(get(&e, "a", base - 30 * HOUR), Some((Some(30.0), None)));
+    e.drop_table(T).unwrap();
+    assert_eq!(blocks(), 0, "a dropped table's block files are removed");
+}

@@ -1,7 +1,8 @@
 //! `tempora_columns('t')`: the columns of table `t` of the session's database, one row each:
 //! `column_name`, `data_type` (`string` for tags and `timestamp` for time; a field's type
 //! otherwise) and `kind` (`tag`, `field` or `time`). `DESCRIBE t` is rewritten to it, so
-//! clients can tell tags from fields.
+//! clients can tell tags from fields. A dense table's `time` row names its layout
+//! (`timestamp (dense, every 1s, blocks of 1d)`) and its text fields their length.
 
 use std::sync::Arc;
 
@@ -51,10 +52,22 @@ pub fn columns_table(
         .tags()
         .map(|t| (t.to_string(), "string".to_string(), "tag"))
         .collect();
-    rows.push(("time".into(), "timestamp".into(), "time"));
+    let dense = engine.dense_spec(&crate::engine_table(db, table));
+    let time = match &dense {
+        Some(spec) => format!("timestamp ({})", crate::dense::layout_text(spec)),
+        None => "timestamp".into(),
+    };
+    rows.push(("time".into(), time, "time"));
     for (name, kind) in schema.columns() {
         if let ColumnKind::Field(t) = kind {
-            rows.push((name.clone(), t.to_string(), "field"));
+            let ty = match dense
+                .as_ref()
+                .and_then(|s| s.fields.iter().find(|f| f.name == *name))
+            {
+                Some(f) if *t == tempora_model::FieldType::Str => format!("{t}({})", f.max_len),
+                _ => t.to_string(),
+            };
+            rows.push((name.clone(), ty, "field"));
         }
     }
     let out = Arc::new(Schema::new(vec![

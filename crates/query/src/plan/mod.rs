@@ -75,7 +75,9 @@ pub async fn plan(
             let inner = match &e.statement {
                 Statement::Query(q) => query(state, q).await?,
                 Statement::Plan(s) => state.statement_to_plan((**s).clone()).await?,
-                Statement::Delete(s) | Statement::Insert(s) => df_statement(state, s).await?,
+                Statement::Delete(s) | Statement::Update(s) | Statement::Insert(s) => {
+                    df_statement(state, s).await?
+                }
                 Statement::Show(s) => show::plan(state, dbs, db, s).await?,
                 other => {
                     return Err(QueryError::Sql(format!(
@@ -94,7 +96,9 @@ pub async fn plan(
             Some(p) => Planned::Insert(p?),
             None => Planned::Query(df_statement(state, s).await?),
         },
-        Statement::Delete(s) => Planned::Query(df_statement(state, s).await?),
+        Statement::Delete(s) | Statement::Update(s) => {
+            Planned::Query(df_statement(state, s).await?)
+        }
         Statement::Show(s) => Planned::Query(show::plan(state, dbs, db, s).await?),
         Statement::Plan(s) => Planned::Query(state.statement_to_plan((**s).clone()).await?),
         Statement::CreateDatabase(c) => Planned::Command(Command::CreateDatabase(c.clone())),

@@ -55,6 +55,8 @@ pub struct CreateTable {
     pub if_not_exists: bool,
     /// Tags and fields in declared order (the time column is not listed).
     pub columns: Vec<(String, ColumnKind)>,
+    /// Declared lengths of text fields (`VARCHAR(32)`): what a dense table's slot holds.
+    pub lengths: Vec<(String, usize)>,
     pub options: Options,
 }
 
@@ -123,6 +125,7 @@ pub fn create_table(tokens: Vec<TokenWithSpan>) -> Result<CreateTable> {
     p.expect_token(&Token::LParen).map_err(syntax)?;
     let mut columns: Vec<(String, ColumnKind)> = Vec::new();
     let mut primary_key: Vec<String> = Vec::new();
+    let mut lengths: Vec<(String, usize)> = Vec::new();
     loop {
         if p.parse_keywords(&[Keyword::PRIMARY, Keyword::KEY]) {
             p.expect_token(&Token::LParen).map_err(syntax)?;
@@ -131,7 +134,10 @@ pub fn create_table(tokens: Vec<TokenWithSpan>) -> Result<CreateTable> {
                 .map_err(syntax)?;
             p.expect_token(&Token::RParen).map_err(syntax)?;
             primary_key.extend(cols.iter().map(ident_name));
-        } else if let Some(c) = column(&mut p)? {
+        } else if let Some((c, len)) = column(&mut p)? {
+            if let Some(len) = len {
+                lengths.push((c.0.clone(), len));
+            }
             if columns.iter().any(|(n, _)| *n == c.0) {
                 return Err(QueryError::Sql(format!(
                     "CREATE TABLE: column {:?} is declared twice",
@@ -169,6 +175,7 @@ pub fn create_table(tokens: Vec<TokenWithSpan>) -> Result<CreateTable> {
         name,
         if_not_exists,
         columns,
+        lengths,
         options,
     })
 }
@@ -190,10 +197,14 @@ pub fn drop_table(tokens: Vec<TokenWithSpan>) -> Result<DropTable> {
     Ok(DropTable { names, if_exists })
 }
 
-/// One column definition; `None` for the time column (implied anyway).
-fn column(p: &mut Parser) -> Result<Option<(String, ColumnKind)>> {
+/// One column definition and its declared length (`VARCHAR(32)`); `None` for the time
+/// column (implied anyway).
+type Column = ((String, ColumnKind), Option<usize>);
+
+fn column(p: &mut Parser) -> Result<Option<Column>> {
     let name = ident_name(&p.parse_identifier().map_err(syntax)?);
     let ty = p.parse_data_type().map_err(syntax)?;
+    let len = declared_length(&ty);
     let mut tag = is_tag_type(&ty);
     loop {
         if p.parse_keywords(&[Keyword::PRIMARY, Keyword::KEY]) {
@@ -213,7 +224,15 @@ fn column(p: &mut Parser) -> Result<Option<(String, ColumnKind)>> {
         }
     }
     let kind = column_kind(&name, &ty, tag)?;
-    Ok(kind.map(|k| (name, k)))
+    Ok(kind.map(|k| ((name, k), len)))
+}
+
+/// The length in a type written as `VARCHAR(32)` or `CHAR(8)`.
+fn declared_length(ty: &DataType) -> Option<usize> {
+    let t = ty.to_string();
+    let (_, rest) = t.split_once('(')?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
 }
 
 fn is_tag_type(ty: &DataType) -> bool {

@@ -56,6 +56,8 @@ pub enum Statement {
     Insert(Box<ast::Statement>),
     /// `DELETE FROM …` (sqlparser's statement).
     Delete(Box<ast::Statement>),
+    /// `UPDATE t SET … WHERE …` (sqlparser's statement): rows rewritten (issue 25).
+    Update(Box<ast::Statement>),
     Show(Show),
     CreateDatabase(CreateDatabase),
     DropDatabase(DropDatabase),
@@ -99,6 +101,7 @@ impl Statement {
             | Statement::Show(_) => "SELECT",
             Statement::Insert(_) => "INSERT",
             Statement::Delete(_) => "DELETE",
+            Statement::Update(_) => "UPDATE",
             Statement::CreateDatabase(_) => "CREATE DATABASE",
             Statement::DropDatabase(_) => "DROP DATABASE",
             Statement::CreateTable(_) => "CREATE TABLE",
@@ -304,6 +307,7 @@ fn classify(
         })),
         S::Insert(_) => Statement::Insert(s),
         S::Delete(_) => Statement::Delete(s),
+        S::Update { .. } => Statement::Update(s),
         S::Set(set) => set::classify(set)?,
         S::StartTransaction { .. }
         | S::Commit { .. }

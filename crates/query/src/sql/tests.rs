@@ -18,6 +18,7 @@ fn kind(s: &Statement) -> String {
         ),
         Statement::Insert(_) => "insert".into(),
         Statement::Delete(_) => "delete".into(),
+        Statement::Update(_) => "update".into(),
         Statement::Show(Show::Databases) => "show databases".into(),
         Statement::Show(Show::TagValues { .. }) => "show tag values".into(),
         Statement::Show(Show::Describe(_)) => "describe".into(),
