@@ -64,8 +64,12 @@ pub struct EngineOptions {
     pub max_series_per_region: usize,
     /// Most rows in one write request.
     pub max_rows_per_request: usize,
-    /// Most block files a dense table keeps open (more are reopened on use).
+    /// Most block files the dense tables keep open, all together (more are reopened on use).
     pub max_open_dense_files: usize,
+    /// Most slot images a dense table buffers before writing them in place.
+    pub dense_pending_slots: usize,
+    /// Bytes a dense table logs between checkpoints (its log is truncated at each).
+    pub dense_checkpoint_bytes: usize,
     /// Manifest edits between checkpoints.
     pub manifest_checkpoint_every: u64,
     /// Threads used to replay the WAL on start.
@@ -118,7 +122,9 @@ impl Default for EngineOptions {
             max_columns: 4_096,
             max_series_per_region: 10_000_000,
             max_rows_per_request: 1_000_000,
-            max_open_dense_files: 1024,
+            max_open_dense_files: 8192,
+            dense_pending_slots: 65_536,
+            dense_checkpoint_bytes: 64 << 20,
             manifest_checkpoint_every: 64,
             replay_threads: 2,
             maintenance_interval: Duration::from_secs(60),

@@ -60,9 +60,9 @@ pub(crate) struct Catalog {
     seq: AtomicU64,
     max_tables: usize,
     max_databases: usize,
-    /// Where dense tables keep their files (`None`: no local disk, no dense tables), and how
-    /// many block files each keeps open.
-    dense_root: Option<(std::path::PathBuf, usize)>,
+    /// Where dense tables keep their files and what they share (`None`: no local disk, no
+    /// dense tables).
+    dense: Option<Arc<crate::dense::DenseShared>>,
 }
 
 impl Catalog {
@@ -88,13 +88,13 @@ impl Catalog {
             seq: AtomicU64::new(0),
             max_tables,
             max_databases,
-            dense_root: None,
+            dense: None,
         }
     }
 
-    /// Keeps dense tables under `root`, each with at most `max_open` open block files.
-    pub fn with_dense_root(mut self, root: Option<std::path::PathBuf>, max_open: usize) -> Self {
-        self.dense_root = root.map(|r| (r, max_open));
+    /// Keeps dense tables as `shared` says.
+    pub fn with_dense(mut self, shared: Option<crate::dense::DenseShared>) -> Self {
+        self.dense = shared.map(Arc::new);
         self
     }
 
@@ -104,16 +104,17 @@ impl Catalog {
         t: &Table,
         spec: crate::dense::DenseSpec,
     ) -> Result<Arc<crate::dense::DenseTable>> {
-        let Some((root, max_open)) = &self.dense_root else {
+        let Some(shared) = &self.dense else {
             return Err(StorageError::Shared(format!(
                 "table {:?} is dense, and dense tables need a data directory on local disk",
                 t.name
             )));
         };
-        let dir = root.join(t.id.0.to_string());
-        Ok(Arc::new(crate::dense::DenseTable::open(
-            &dir, spec, *max_open,
-        )?))
+        let (table, last) = crate::dense::DenseTable::open(shared, t.id, spec)?;
+        if let Some(seq) = last {
+            self.observe_seq(seq);
+        }
+        Ok(table)
     }
 
     /// The manifest, locked (take the tables map first when both are needed).

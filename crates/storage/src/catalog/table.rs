@@ -80,6 +80,13 @@ impl Table {
     /// only); refuses a name that is a field, or more than `max_columns` columns. Returns
     /// whether the schema changed.
     pub fn grow_tags(&self, names: &[String], max_columns: usize) -> Result<bool, String> {
+        let known = self.schema();
+        if names
+            .iter()
+            .all(|n| known.kind(n) == Some(tempora_model::ColumnKind::Tag))
+        {
+            return Ok(false);
+        }
         let mut schema = self.schema.lock();
         let mut cols = schema.columns().to_vec();
         let before = cols.len();

@@ -18,38 +18,31 @@ use super::slot::{self, Slot};
 use super::table::{DenseSeries, DenseTable};
 use crate::error::Result;
 
-/// Block files and tables written since the last sync: what a worker syncs before it
-/// truncates its WAL.
+/// Block files written since the last sync: what a checkpoint syncs before it truncates the
+/// log (the table syncs its new directory entries itself).
 #[derive(Default)]
 pub struct Dirty {
     files: HashMap<PathBuf, Arc<BlockFile>>,
-    tables: HashMap<usize, Arc<DenseTable>>,
     /// Slot bytes written since the last sync.
     pub bytes: usize,
 }
 
 impl Dirty {
     pub fn is_empty(&self) -> bool {
-        self.files.is_empty() && self.tables.is_empty()
+        self.files.is_empty()
     }
 
-    fn note(&mut self, t: &Arc<DenseTable>, f: &Arc<BlockFile>, bytes: usize) {
-        self.tables
-            .entry(Arc::as_ptr(t) as usize)
-            .or_insert_with(|| t.clone());
+    fn note(&mut self, f: &Arc<BlockFile>, bytes: usize) {
         self.files
             .entry(f.path().to_path_buf())
             .or_insert_with(|| f.clone());
         self.bytes += bytes;
     }
 
-    /// Makes every write noted durable: the files' data, then new directory entries.
+    /// Makes every write noted durable.
     pub fn sync(&mut self) -> Result<()> {
         for f in self.files.values() {
             f.sync()?;
-        }
-        for t in self.tables.values() {
-            t.sync_dirs()?;
         }
         *self = Dirty::default();
         Ok(())
@@ -68,7 +61,7 @@ impl DenseTable {
     }
 
     /// Writes one series' rows (times on the grid, checked before the WAL).
-    pub fn apply_put(self: &Arc<Self>, p: &SeriesPut, dirty: &mut Dirty) -> Result<()> {
+    pub fn apply_put(&self, p: &SeriesPut, dirty: &mut Dirty) -> Result<()> {
         let s = self.series_or_create(&p.key)?;
         let len = self.spec.slot_len();
         let (interval, block_ns) = (self.spec.interval_ns, self.spec.block_ns);
@@ -85,20 +78,14 @@ impl DenseTable {
             }
             let file = self.file(&s, b, true)?.expect("created");
             file.write_encoded(first, &p.slots[i * len..j * len])?;
-            dirty.note(self, &file, (j - i) * len);
+            dirty.note(&file, (j - i) * len);
             i = j;
         }
         Ok(())
     }
 
     /// Makes `[from, to)` of the series `key` never written; returns the points it removed.
-    pub fn apply_delete(
-        self: &Arc<Self>,
-        key: &[u8],
-        from: i64,
-        to: i64,
-        dirty: &mut Dirty,
-    ) -> Result<u64> {
+    pub fn apply_delete(&self, key: &[u8], from: i64, to: i64, dirty: &mut Dirty) -> Result<u64> {
         let Some(s) = self.series(key) else {
             return Ok(0);
         };
@@ -117,25 +104,32 @@ impl DenseTable {
             removed += count_written(&file, lo..hi)?;
             if lo == 0 && hi >= per_block {
                 self.remove_block(&s, b)?;
-                dirty
-                    .tables
-                    .entry(Arc::as_ptr(self) as usize)
-                    .or_insert_with(|| self.clone());
             } else {
                 file.punch(lo..hi)?;
-                dirty.note(self, &file, 0);
+                dirty.note(&file, 0);
             }
         }
         Ok(removed)
     }
 
-    /// The slot of `key` at `t`.
+    /// The slot of `key` at `t` (a write still in the write-behind buffer included).
     pub fn get(&self, key: &[u8], t: i64) -> Result<Slot> {
+        let b = block_start(t, self.spec.block_ns);
+        slot_index(t, b, self.spec.block_ns, self.spec.interval_ns)?; // on the grid
+        if let Some(img) = self.pending_image(key, t) {
+            return slot::decode(&self.spec.fields, &img)
+                .map_err(|e| crate::error::StorageError::Shared(e.to_string()));
+        }
+        self.read_slot(key, t)
+    }
+
+    /// The slot of `key` at `t` in its block file (the write-behind buffer not looked at).
+    pub(crate) fn read_slot(&self, key: &[u8], t: i64) -> Result<Slot> {
+        let b = block_start(t, self.spec.block_ns);
+        let i = slot_index(t, b, self.spec.block_ns, self.spec.interval_ns)?;
         let Some(s) = self.series(key) else {
             return Ok(Slot::Hole);
         };
-        let b = block_start(t, self.spec.block_ns);
-        let i = slot_index(t, b, self.spec.block_ns, self.spec.interval_ns)?;
         match self.file(&s, b, false)? {
             Some(f) => f.read(i),
             None => Ok(Slot::Hole),
@@ -150,6 +144,7 @@ impl DenseTable {
         (from, to): (i64, i64),
         visit: &mut dyn FnMut(i64, &[u8]) -> Result<()>,
     ) -> Result<()> {
+        self.flush_pending()?;
         let (interval, block_ns) = (self.spec.interval_ns, self.spec.block_ns);
         let mut buf = Vec::new();
         for b in s.blocks_in(from, to, block_ns) {
@@ -184,6 +179,7 @@ impl DenseTable {
 
     /// The newest written slot of `series`: its time and image.
     pub fn latest(&self, s: &DenseSeries) -> Result<Option<(i64, Vec<u8>)>> {
+        self.flush_pending()?;
         let interval = self.spec.interval_ns;
         let mut buf = Vec::new();
         for b in s.blocks().into_iter().rev() {
@@ -215,11 +211,18 @@ impl DenseTable {
 /// Slots read at once by a scan.
 const CHUNK_SLOTS: u64 = 4096;
 
+/// Slots few enough to read at once rather than ask the file system where data is.
+const SMALL_RANGE: u64 = 64;
+
 /// Written slots of `range` in `f`.
 fn count_written(f: &BlockFile, range: std::ops::Range<u64>) -> Result<u64> {
     let mut n = 0;
     let mut buf = Vec::new();
-    for extent in f.data_slots(range)? {
+    let extents = match range.end - range.start <= SMALL_RANGE {
+        true => vec![range],
+        false => f.data_slots(range)?,
+    };
+    for extent in extents {
         let mut at = extent.start;
         while at < extent.end {
             let end = extent.end.min(at + CHUNK_SLOTS);
@@ -234,12 +237,8 @@ fn count_written(f: &BlockFile, range: std::ops::Range<u64>) -> Result<u64> {
     Ok(n)
 }
 
-/// Applies a record's op to `table`; returns the points a delete removed.
-pub fn apply_op(
-    table: &Arc<DenseTable>,
-    op: &super::record::DenseOp,
-    dirty: &mut Dirty,
-) -> Result<u64> {
+/// Applies a record's op to `table` directly (replay); returns the points a delete removed.
+pub fn apply_op(table: &DenseTable, op: &super::record::DenseOp, dirty: &mut Dirty) -> Result<u64> {
     match op {
         super::record::DenseOp::Put(series) => {
             for p in series {

@@ -4,6 +4,7 @@
 //! ```text
 //! {root}/{table id}/{series}/key            the series key (memcomparable tags)
 //! {root}/{table id}/{series}/{block}.tdns   block files (docs/format/dense-files.md)
+//! {root}/{table id}.wal/                    the table's write-ahead log (super::log)
 //! ```
 //!
 //! `{series}` is the key's 64-bit hash in hex (the next free value when two keys collide, so
@@ -11,10 +12,11 @@
 //! names sort by time.
 //!
 //! Invariants:
-//! - Writes here are applied only after their WAL record is committed; files and directories
-//!   made since the last [`DenseTable::sync_dirs`] are listed until it runs, and the worker
-//!   syncs them (and the files it wrote) before it truncates its WAL.
-//! - At most `max_open` block files are open; an evicted file is reopened on next use.
+//! - Writes here are applied only after their log record is committed; directories whose
+//!   entries changed since the last [`DenseTable::sync_dirs`] are listed until it runs, and a
+//!   checkpoint syncs them (and the files written) before it truncates the log.
+//! - At most `max_open` block files are open across every dense table of the engine; an
+//!   evicted file is reopened on next use.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -36,6 +38,8 @@ const BLOCK_EXT: &str = "tdns";
 #[derive(Debug)]
 pub struct DenseSeries {
     pub key: Bytes,
+    /// Unique in the engine: names the series' open files in the shared cache.
+    uid: u64,
     dir: PathBuf,
     blocks: RwLock<BTreeSet<i64>>,
 }
@@ -67,21 +71,53 @@ fn parse_block_name(name: &str) -> Option<i64> {
     Some((v ^ (1 << 63)) as i64)
 }
 
-/// Open block files by path, the oldest opened evicted first.
+/// Open block files by (series uid, block start), the oldest opened evicted first.
 struct OpenFiles {
-    map: HashMap<PathBuf, Arc<BlockFile>>,
-    order: VecDeque<PathBuf>,
+    map: HashMap<(u64, i64), Arc<BlockFile>>,
+    order: VecDeque<(u64, i64)>,
+}
+
+/// What the dense tables of an engine share: where they live, the open block files (one
+/// limit for all of them) and how they log.
+pub struct DenseShared {
+    pub root: PathBuf,
+    open: Mutex<OpenFiles>,
+    next_uid: std::sync::atomic::AtomicU64,
+    pub max_open: usize,
+    pub log: super::log::LogConfig,
+}
+
+impl DenseShared {
+    pub fn new(root: PathBuf, max_open: usize, log: super::log::LogConfig) -> DenseShared {
+        DenseShared {
+            root,
+            open: Mutex::new(OpenFiles {
+                map: HashMap::new(),
+                order: VecDeque::new(),
+            }),
+            next_uid: std::sync::atomic::AtomicU64::new(0),
+            max_open: max_open.max(1),
+            log,
+        }
+    }
+
+    fn uid(&self) -> u64 {
+        self.next_uid
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 /// A dense table's files.
 pub struct DenseTable {
     pub spec: DenseSpec,
+    pub table_id: tempora_model::TableId,
     dir: PathBuf,
     series: RwLock<BTreeMap<Bytes, Arc<DenseSeries>>>,
-    open: Mutex<OpenFiles>,
-    max_open: usize,
+    shared: Arc<DenseShared>,
     /// Directories whose entries changed since the last sync.
     new_entries: Mutex<BTreeSet<PathBuf>>,
+    /// The write path: log, write-behind buffer, files to sync ([`super::log`]).
+    pub(crate) log: Mutex<super::log::LogState>,
 }
 
 impl std::fmt::Debug for DenseTable {
@@ -93,8 +129,15 @@ impl std::fmt::Debug for DenseTable {
 }
 
 impl DenseTable {
-    /// Opens (creating) the table's directory and lists its series and blocks.
-    pub fn open(dir: &Path, spec: DenseSpec, max_open: usize) -> Result<DenseTable> {
+    /// Opens (creating) table `table_id`'s directory, lists its series and blocks and replays
+    /// its log; returns the table and the newest sequence number the log held.
+    pub fn open(
+        shared: &Arc<DenseShared>,
+        table_id: tempora_model::TableId,
+        spec: DenseSpec,
+    ) -> Result<(Arc<DenseTable>, Option<tempora_model::SeqNo>)> {
+        let dir = shared.root.join(table_id.0.to_string());
+        let dir = dir.as_path();
         let io = |what, e| io_err(what, dir.display().to_string(), e);
         std::fs::create_dir_all(dir).map_err(|e| io("create dense table directory", e))?;
         let mut series = BTreeMap::new();
@@ -115,22 +158,29 @@ impl DenseTable {
             let key = Bytes::from(key);
             let s = DenseSeries {
                 key: key.clone(),
+                uid: shared.uid(),
                 dir: sdir,
                 blocks: RwLock::new(blocks),
             };
             series.insert(key, Arc::new(s));
         }
-        Ok(DenseTable {
+        let log = super::log::LogState::open(dir, shared.log.clone())?;
+        let t = Arc::new(DenseTable {
             spec,
+            table_id,
             dir: dir.to_path_buf(),
             series: RwLock::new(series),
-            open: Mutex::new(OpenFiles {
-                map: HashMap::new(),
-                order: VecDeque::new(),
-            }),
-            max_open: max_open.max(1),
+            shared: shared.clone(),
             new_entries: Mutex::new(BTreeSet::new()),
-        })
+            log: Mutex::new(log),
+        });
+        let last = t.replay_log()?;
+        Ok((t, last))
+    }
+
+    /// The table's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// The series of `key`, if it was ever written.
@@ -185,6 +235,7 @@ impl DenseTable {
         }
         let s = Arc::new(DenseSeries {
             key: Bytes::copy_from_slice(key),
+            uid: self.shared.uid(),
             dir: sdir,
             blocks: RwLock::new(BTreeSet::new()),
         });
@@ -200,10 +251,11 @@ impl DenseTable {
         block: i64,
         create: bool,
     ) -> Result<Option<Arc<BlockFile>>> {
-        let path = s.path(block);
-        if let Some(f) = self.open.lock().map.get(&path) {
+        let id = (s.uid, block);
+        if let Some(f) = self.shared.open.lock().map.get(&id) {
             return Ok(Some(f.clone()));
         }
+        let path = s.path(block);
         let exists = s.blocks.read().contains(&block);
         let f = if exists {
             BlockFile::open(&path)?
@@ -216,18 +268,18 @@ impl DenseTable {
             return Ok(None);
         };
         let f = Arc::new(f);
-        let mut open = self.open.lock();
-        if let Some(existing) = open.map.get(&path) {
+        let mut open = self.shared.open.lock();
+        if let Some(existing) = open.map.get(&id) {
             return Ok(Some(existing.clone()));
         }
-        while open.map.len() >= self.max_open {
+        while open.map.len() >= self.shared.max_open {
             let Some(old) = open.order.pop_front() else {
                 break;
             };
             open.map.remove(&old);
         }
-        open.map.insert(path.clone(), f.clone());
-        open.order.push_back(path);
+        open.map.insert(id, f.clone());
+        open.order.push_back(id);
         Ok(Some(f))
     }
 
@@ -236,9 +288,9 @@ impl DenseTable {
     pub fn remove_block(&self, s: &DenseSeries, block: i64) -> Result<()> {
         let path = s.path(block);
         {
-            let mut open = self.open.lock();
-            open.map.remove(&path);
-            open.order.retain(|p| *p != path);
+            let mut open = self.shared.open.lock();
+            open.map.remove(&(s.uid, block));
+            open.order.retain(|p| *p != (s.uid, block));
         }
         s.blocks.write().remove(&block);
         match std::fs::remove_file(&path) {
@@ -262,6 +314,8 @@ impl DenseTable {
     /// Removes every block of every series that ends at or before `cutoff`; returns how
     /// many files went.
     pub fn drop_blocks_before(&self, cutoff: i64) -> Result<usize> {
+        // Buffered writes first, so none of them recreates a block removed here.
+        self.flush_pending()?;
         let mut n = 0;
         let all: Vec<_> = self.series.read().values().cloned().collect();
         for s in all {
@@ -286,7 +340,7 @@ impl DenseTable {
 
     /// Removes the table's whole directory (after the table was dropped).
     pub fn remove_all(&self) -> Result<()> {
-        self.open.lock().map.clear();
+        self.shared.open.lock().map.clear();
         match std::fs::remove_dir_all(&self.dir) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),

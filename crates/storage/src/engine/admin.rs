@@ -12,8 +12,14 @@ use crate::metrics::Metrics;
 use crate::write::worker::Control;
 
 impl Engine {
-    /// Flushes every memtable and waits until the files are in the manifest.
+    /// Flushes every memtable and waits until the files are in the manifest; checkpoints
+    /// every dense table (its buffered slots written and synced, its log truncated).
     pub fn flush(&self) -> Result<()> {
+        for t in self.catalog.tables() {
+            if let Some(d) = t.dense() {
+                d.checkpoint()?;
+            }
+        }
         let mut waits = Vec::new();
         for c in &self.threads.ctl_txs {
             let (tx, rx) = bounded(1);

@@ -1,14 +1,12 @@
-//! Dense tables through the engine: writes and deletes checked here, logged and applied by
-//! the worker each series hashes to (so one series' records are in one log, in order), and
-//! point reads straight from the block files.
+//! Dense tables through the engine: writes and deletes checked here, then logged and applied
+//! by the table on the caller's thread ([`crate::dense::log`]), and point reads straight from
+//! the block files.
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
-use crossbeam::channel::bounded;
-use tempora_model::{FieldValue, RowBatch, RowRejection, series_hash};
+use tempora_model::{FieldValue, RowBatch, RowRejection};
 
 use super::Engine;
 use super::write::WriteOutcome;
@@ -20,7 +18,6 @@ use crate::dense::slot::{self, Slot};
 use crate::error::{Result, StorageError};
 use crate::files::manifest::Edit;
 use crate::maintenance::delete::DeleteRequest;
-use crate::write::worker::{DenseJob, WriteJob};
 
 impl Engine {
     /// Writes a batch into dense table `table`: each row is checked (grid, fields, types,
@@ -106,80 +103,17 @@ impl Engine {
             })
             .collect();
         let written: usize = puts.iter().map(|p| p.times.len()).sum();
-        let by_worker = self.by_worker(puts, |p| &p.key);
-        let ops = by_worker.into_iter().map(DenseOp::Put).collect();
-        self.send_dense(table, dense, ops)?;
+        if written > 0 {
+            dense.log_op(|| self.catalog.next_seq(), DenseOp::Put(puts))?;
+        }
         self.metrics.rows_written.add(written as u64);
         self.metrics.rows_rejected.add(rejected.len() as u64);
         Ok(WriteOutcome { written, rejected })
     }
 
-    /// Groups `items` by the worker their series hashes to (one entry per worker).
-    fn by_worker<T>(&self, items: Vec<T>, key: impl Fn(&T) -> &Bytes) -> Vec<Vec<T>> {
-        let n = self.opts.workers;
-        let mut out: Vec<Vec<T>> = (0..n).map(|_| Vec::new()).collect();
-        for it in items {
-            out[(series_hash(key(&it)) % n as u64) as usize].push(it);
-        }
-        out
-    }
-
-    /// Sends worker `w` the op `ops[w]` (empty ones skipped) and waits for every reply;
-    /// returns the points deletes removed.
-    fn send_dense(&self, table: &Table, dense: &Arc<DenseTable>, ops: Vec<DenseOp>) -> Result<u64> {
-        let removed = Arc::new(AtomicU64::new(0));
-        let mut replies = Vec::new();
-        for (worker, op) in ops.into_iter().enumerate() {
-            let empty = match &op {
-                DenseOp::Put(p) => p.is_empty(),
-                DenseOp::Delete(d) => d.is_empty(),
-            };
-            if empty {
-                continue;
-            }
-            let (tx, rx) = bounded(1);
-            let job = WriteJob {
-                batch: Arc::new(RowBatch::default()),
-                field_map: Arc::new(Vec::new()),
-                parts: Vec::new(),
-                dense: Some(DenseJob {
-                    table: dense.clone(),
-                    table_id: table.id,
-                    op,
-                    removed: removed.clone(),
-                }),
-                reply: tx,
-            };
-            self.threads.write_txs[worker]
-                .send_timeout(job, self.opts.write_stall_timeout)
-                .map_err(|_| StorageError::QueueFull {
-                    worker,
-                    capacity: self.opts.worker_queue_capacity,
-                })?;
-            replies.push(rx);
-        }
-        let mut first_err = None;
-        for rx in replies {
-            match rx.recv() {
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) => first_err = first_err.or(Some(e)),
-                Err(_) => first_err = first_err.or(Some(StorageError::ShutDown)),
-            }
-        }
-        match first_err {
-            Some(e) => Err(e),
-            None => Ok(removed.load(Ordering::Relaxed)),
-        }
-    }
-
     /// Deletes the matching points of a dense table in place (holes punched, whole blocks
     /// removed); returns how many there were.
-    pub(super) fn delete_dense(
-        &self,
-        table: &Table,
-        dense: &Arc<DenseTable>,
-        req: &DeleteRequest,
-    ) -> Result<u64> {
+    pub(super) fn delete_dense(&self, dense: &Arc<DenseTable>, req: &DeleteRequest) -> Result<u64> {
         let mut series = dense.select(&req.matcher);
         if let Some(choose) = &req.series_filter {
             let keys: Vec<Bytes> = series.iter().map(|s| s.key.clone()).collect();
@@ -193,9 +127,57 @@ impl Engine {
         }
         let ranges: Vec<(Bytes, i64, i64)> =
             series.iter().map(|s| (s.key.clone(), from, to)).collect();
-        let by_worker = self.by_worker(ranges, |r| &r.0);
-        let ops = by_worker.into_iter().map(DenseOp::Delete).collect();
-        self.send_dense(table, dense, ops)
+        if ranges.is_empty() {
+            return Ok(0);
+        }
+        dense.log_op(|| self.catalog.next_seq(), DenseOp::Delete(ranges))
+    }
+
+    /// Sets fields of the point of series `key` at `t` of dense table `table` in place (the
+    /// point read, changed and logged whole, atomically for the table); false when there is
+    /// no such point. Fields are named; a value must fit its field.
+    pub fn dense_update(
+        &self,
+        table: &str,
+        key: &[u8],
+        t: i64,
+        set: &[(&str, FieldValue)],
+    ) -> Result<bool> {
+        let dense = self.dense_table(table)?;
+        let spec = &dense.spec;
+        let mut at = Vec::with_capacity(set.len());
+        for (name, v) in set {
+            let i = spec.field_index(name).ok_or_else(|| {
+                StorageError::Shared(format!(
+                    "{name:?} is not a field of dense table {table:?} (its fields are: {})",
+                    spec.field_list()
+                ))
+            })?;
+            at.push((i, v.clone()));
+        }
+        dense.log_update(|| self.catalog.next_seq(), key, t, &at)
+    }
+
+    /// Deletes the points of series `key` in `[from, to)` of dense table `table` in place;
+    /// returns how many there were.
+    pub fn dense_delete(&self, table: &str, key: &[u8], from: i64, to: i64) -> Result<u64> {
+        let dense = self.dense_table(table)?;
+        if from >= to {
+            return Ok(0);
+        }
+        let range = (Bytes::copy_from_slice(key), from, to);
+        dense.log_op(|| self.catalog.next_seq(), DenseOp::Delete(vec![range]))
+    }
+
+    fn dense_table(&self, table: &str) -> Result<Arc<DenseTable>> {
+        let t = self.catalog.table(table)?;
+        match t.dense() {
+            Some(d) => Ok(d.clone()),
+            None => Err(StorageError::Shared(format!(
+                "table {:?} is not dense",
+                t.name
+            ))),
+        }
     }
 
     /// The point of series `key` (its memcomparable tags) at `t` in dense table `table`:
@@ -206,13 +188,7 @@ impl Engine {
         key: &[u8],
         t: i64,
     ) -> Result<Option<Vec<Option<FieldValue>>>> {
-        let table = self.catalog.table(table)?;
-        let Some(dense) = table.dense() else {
-            return Err(StorageError::Shared(format!(
-                "table {:?} is not dense",
-                table.name
-            )));
-        };
+        let dense = self.dense_table(table)?;
         Ok(match dense.get(key, t)? {
             Slot::Hole => None,
             Slot::Row(r) => Some(r),

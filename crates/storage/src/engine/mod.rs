@@ -174,7 +174,14 @@ impl Engine {
                 opts.max_databases,
                 opts.defaults(),
             )
-            .with_dense_root(io.dense_dir.clone(), opts.max_open_dense_files),
+            .with_dense(io.dense_dir.clone().map(|root| {
+                let log = crate::dense::LogConfig {
+                    wal: wal_options(&opts),
+                    pending_max: opts.dense_pending_slots,
+                    checkpoint_bytes: opts.dense_checkpoint_bytes,
+                };
+                crate::dense::DenseShared::new(root, opts.max_open_dense_files, log)
+            })),
         );
         let budget = Arc::new(Budget::new(
             opts.workers,

@@ -48,7 +48,7 @@ impl Engine {
     pub fn delete(&self, table: &str, req: &DeleteRequest) -> Result<u64> {
         let table = self.catalog.table(table)?;
         if let Some(dense) = table.dense() {
-            return self.delete_dense(&table, dense, req);
+            return self.delete_dense(dense, req);
         }
         crate::maintenance::delete::delete(&self.catalog, &self.reader, &table, req)
     }

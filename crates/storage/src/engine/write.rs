@@ -60,7 +60,6 @@ impl Engine {
                 batch: batch.clone(),
                 field_map: field_map.clone(),
                 parts,
-                dense: None,
                 reply: tx,
             };
             self.threads.write_txs[worker]

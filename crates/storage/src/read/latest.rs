@@ -66,6 +66,7 @@ pub(crate) fn latest(
     let plain: Vec<(String, FieldType)> = fields.iter().map(|(_, n, t)| (n.clone(), *t)).collect();
     let tags = table.tags();
     if let Some(dense) = table.dense() {
+        dense.flush_pending()?;
         let run = crate::dense::scan::latest_run(dense, &dense.select(matcher), &plain)?;
         return crate::read::region_read::to_output(
             &run,

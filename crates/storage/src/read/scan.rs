@@ -438,6 +438,8 @@ fn plan_dense(
     req: &ScanRequest,
     fields: Vec<(String, FieldType)>,
 ) -> Result<ScanPlan> {
+    // Buffered writes first: their series and blocks may not have files yet.
+    d.flush_pending()?;
     let series = d.select(&req.matcher);
     let (s, e) = req.time.unwrap_or((i64::MIN, i64::MAX));
     let all = d.all_blocks(&series);

@@ -178,8 +178,6 @@ fn apply_parallel(r: &Replay, wals: &[(usize, Wal)]) -> Result<Replayed> {
         foreign_rows: AtomicUsize::new(0),
     };
     let failed: Mutex<Option<StorageError>> = Mutex::new(None);
-    // Dense records: applied after the others, in sequence order across every log.
-    let dense: Mutex<Vec<(SeqNo, Vec<u8>, bool)>> = Mutex::new(Vec::new());
     // Payload buffers are recycled: records are large and fresh allocations fault in pages.
     let (spare_tx, spare_rx) = bounded::<Vec<u8>>(threads * 1100);
     std::thread::scope(|scope| -> Result<()> {
@@ -212,10 +210,6 @@ fn apply_parallel(r: &Replay, wals: &[(usize, Wal)]) -> Result<Replayed> {
                 if let Some(e) = failed.lock().as_ref() {
                     return Err(e.replicate());
                 }
-                if crate::dense::record::is_dense(payload) {
-                    dense.lock().push((seq, payload.to_vec(), pin.is_none()));
-                    return Ok(());
-                }
                 // One thread per region, so its records apply in log order (legacy and
                 // current addresses of one region hash alike).
                 let region = record_region(payload, r.legacy).map_or(0, |(k, _)| {
@@ -237,48 +231,7 @@ fn apply_parallel(r: &Replay, wals: &[(usize, Wal)]) -> Result<Replayed> {
     if let Some(e) = failed.into_inner() {
         return Err(e);
     }
-    replay_dense(r, dense.into_inner(), &done)?;
     Ok(done)
-}
-
-/// Writes the slot images of the dense records again, oldest first (a record whose slots
-/// were already written changes nothing; a torn slot gets its new value), then syncs them.
-fn replay_dense(
-    r: &Replay,
-    mut records: Vec<(SeqNo, Vec<u8>, bool)>,
-    done: &Replayed,
-) -> Result<()> {
-    records.sort_by_key(|(seq, _, _)| *seq);
-    let mut dirty = crate::dense::ops::Dirty::default();
-    for (seq, payload, foreign) in records {
-        r.catalog.observe_seq(seq);
-        let (table, slot_len, op) = crate::dense::record::decode(&payload)?;
-        let Some(dense) = r
-            .catalog
-            .table_by_id(table)
-            .and_then(|t| t.dense().cloned())
-        else {
-            continue; // the table was dropped
-        };
-        if slot_len != dense.spec.slot_len() {
-            return Err(StorageError::Shared(format!(
-                "WAL record {} of dense table {table:?} holds {slot_len}-byte slots; the table's \
-                 are {} bytes",
-                seq.0,
-                dense.spec.slot_len()
-            )));
-        }
-        crate::dense::ops::apply_op(&dense, &op, &mut dirty)?;
-        let rows = match &op {
-            crate::dense::record::DenseOp::Put(p) => p.iter().map(|s| s.times.len()).sum(),
-            crate::dense::record::DenseOp::Delete(d) => d.len(),
-        };
-        done.rows.fetch_add(rows, Ordering::Relaxed);
-        if foreign {
-            done.foreign_rows.fetch_add(rows, Ordering::Relaxed);
-        }
-    }
-    dirty.sync()
 }
 
 /// Replays every WAL and returns one open WAL per worker, plus whether replayed rows wait in

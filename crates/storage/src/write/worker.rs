@@ -33,18 +33,7 @@ pub(crate) struct WriteJob {
     pub batch: Arc<RowBatch>,
     pub field_map: Arc<Vec<(usize, FieldType)>>,
     pub parts: Vec<(Arc<Region>, Vec<u32>)>,
-    /// A dense table's put or delete (then `parts` is empty).
-    pub dense: Option<DenseJob>,
     pub reply: Sender<Result<Vec<RowRejection>>>,
-}
-
-/// A dense table's share of a request for one worker: one WAL record.
-pub(crate) struct DenseJob {
-    pub table: Arc<crate::dense::DenseTable>,
-    pub table_id: tempora_model::TableId,
-    pub op: crate::dense::record::DenseOp,
-    /// Points a delete removed, added to by the worker.
-    pub removed: Arc<std::sync::atomic::AtomicU64>,
 }
 
 pub(crate) enum Control {
@@ -66,8 +55,6 @@ struct Prepared {
     job: WriteJob,
     rejected: Vec<RowRejection>,
     parts: Vec<PreparedPart>,
-    /// The sequence of the job's dense record, or why it could not be logged.
-    dense: Option<Result<SeqNo>>,
 }
 
 /// What every worker shares with the engine: the catalog (sequence numbers, the tables a
@@ -98,8 +85,6 @@ pub(crate) struct Worker {
     flush_waiters: Vec<Sender<Result<()>>>,
     next_flush_attempt: Instant,
     scratch: Vec<u8>,
-    /// Dense block files written since the last flush; synced before the WAL is truncated.
-    dense_dirty: crate::dense::ops::Dirty,
 }
 
 impl Worker {
@@ -124,7 +109,6 @@ impl Worker {
             flush_waiters: Vec::new(),
             next_flush_attempt: Instant::now(),
             scratch: Vec::new(),
-            dense_dirty: Default::default(),
         }
     }
 
@@ -200,16 +184,6 @@ impl Worker {
     }
 
     fn start_flush(&mut self) {
-        // Dense records up to `last_applied` leave the WAL with this flush: their slots must
-        // be durable first.
-        if let Err(e) = self.dense_dirty.sync() {
-            tracing::warn!(worker = self.id, error = %e, "syncing dense blocks failed; flush later");
-            self.next_flush_attempt = Instant::now() + Duration::from_secs(1);
-            for w in self.flush_waiters.drain(..) {
-                let _ = w.send(Err(e.replicate()));
-            }
-            return;
-        }
         let waiters = std::mem::take(&mut self.flush_waiters);
         let job = collect_flush_job(&self.deps.catalog, self.id, self.last_applied, waiters);
         self.flush_in_flight = true;
@@ -220,9 +194,10 @@ impl Worker {
     }
 
     fn maybe_flush(&mut self) {
-        let full = self.deps.budget.worker(self.id) >= self.deps.flush_bytes
-            || self.dense_dirty.bytes >= self.deps.flush_bytes;
-        if !self.flush_in_flight && full && Instant::now() >= self.next_flush_attempt {
+        if !self.flush_in_flight
+            && self.deps.budget.worker(self.id) >= self.deps.flush_bytes
+            && Instant::now() >= self.next_flush_attempt
+        {
             self.start_flush();
         }
     }
@@ -277,19 +252,10 @@ impl Worker {
             }
             parts.push((region.clone(), kept, ids, seq));
         }
-        let dense = job.dense.as_ref().map(|d| {
-            let seq = self.deps.catalog.next_seq();
-            self.scratch.clear();
-            let slot_len = d.table.spec.slot_len();
-            crate::dense::record::encode(d.table_id, &d.op, slot_len, &mut self.scratch);
-            self.wal.append(seq, &self.scratch)?;
-            Ok(seq)
-        });
         Prepared {
             job,
             rejected,
             parts,
-            dense,
         }
     }
 
@@ -308,21 +274,6 @@ impl Worker {
             self.deps.budget.add(self.id, added);
             self.last_applied = self.last_applied.max(*seq);
             self.deps.metrics.rows_written.add(rows.len() as u64);
-        }
-        if let (Some(d), Some(logged)) = (&p.job.dense, p.dense) {
-            let applied = logged.and_then(|seq| {
-                self.last_applied = self.last_applied.max(seq);
-                crate::dense::ops::apply_op(&d.table, &d.op, &mut self.dense_dirty)
-            });
-            match applied {
-                Ok(n) => {
-                    d.removed.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-                }
-                Err(e) => {
-                    let _ = p.job.reply.send(Err(e));
-                    return;
-                }
-            }
         }
         let mut rejected = p.rejected;
         rejected.sort_by_key(|r| r.row);
