@@ -4,7 +4,8 @@
 //!
 //! A dense table's fields are fixed width: DOUBLE, BIGINT, BIGINT UNSIGNED, BOOLEAN and
 //! VARCHAR(n) (n ≤ 4096 bytes; a text field needs its length). `layout = 'ordinary'` (the
-//! default) is the columnar layout; `interval` and `block` belong to dense tables only.
+//! default) is the columnar layout; `interval`, `block` and `cold_after` (blocks that ended
+//! that long ago become compressed, read-only Parquet files) belong to dense tables only.
 
 use tempora_model::{ColumnKind, FieldType, TableSchema};
 use tempora_storage::catalog::settings::{format_duration_ns, parse_duration_ns};
@@ -25,22 +26,24 @@ pub fn layout_options(
     columns: &[(String, ColumnKind)],
     lengths: &[(String, usize)],
 ) -> Result<(Option<DenseSpec>, Options)> {
-    let (mut layout, mut interval, mut block) = (None, None, None);
+    let (mut layout, mut interval, mut block, mut cold) = (None, None, None, None);
     let mut rest = Vec::new();
     for (k, v) in options {
         match k.as_str() {
             "layout" => layout = Some(v.to_ascii_lowercase()),
             "interval" => interval = Some(duration("interval", v)?),
             "block" => block = Some(duration("block", v)?),
+            "cold_after" => cold = Some(duration("cold_after", v)?),
             _ => rest.push((k.clone(), v.clone())),
         }
     }
     match layout.as_deref() {
         Some("dense") => {}
         None | Some("ordinary") | Some("columnar") => {
-            if interval.is_some() || block.is_some() {
+            if interval.is_some() || block.is_some() || cold.is_some() {
                 return Err(bad(
-                    "`interval` and `block` are options of dense tables; add layout = 'dense'"
+                    "`interval`, `block` and `cold_after` are options of dense tables; add \
+                     layout = 'dense'"
                         .into(),
                 ));
             }
@@ -72,7 +75,9 @@ pub fn layout_options(
             ColumnKind::Tag => None,
         })
         .collect();
-    let spec = DenseSpec::new(interval, block, fields).map_err(bad)?;
+    let spec = DenseSpec::new(interval, block, fields)
+        .and_then(|s| s.with_cold_after(cold))
+        .map_err(bad)?;
     Ok((Some(spec), rest))
 }
 
@@ -91,10 +96,14 @@ pub fn field_sql(f: &DenseField) -> String {
     }
 }
 
-/// `dense, every 1s, blocks of 1d`: the layout as `DESCRIBE` shows it.
+/// `dense, every 1s, blocks of 1d[, cold after 30d]`: the layout as `DESCRIBE` shows it.
 pub fn layout_text(spec: &DenseSpec) -> String {
+    let cold = spec
+        .cold_after_ns
+        .map(|c| format!(", cold after {}", format_duration_ns(c)))
+        .unwrap_or_default();
     format!(
-        "dense, every {}, blocks of {}",
+        "dense, every {}, blocks of {}{cold}",
         format_duration_ns(spec.interval_ns),
         format_duration_ns(spec.block_ns)
     )
@@ -110,8 +119,12 @@ pub fn definition(name: &str, schema: &TableSchema, spec: &DenseSpec) -> String 
             .map(|f| format!("{} {}", f.name, field_sql(f))),
     );
     let table = name.split_once('.').map_or(name, |(_, t)| t);
+    let cold = spec
+        .cold_after_ns
+        .map(|c| format!(", cold_after = '{}'", format_duration_ns(c)))
+        .unwrap_or_default();
     format!(
-        "CREATE TABLE {table} ({}) WITH (layout = 'dense', interval = '{}', block = '{}')",
+        "CREATE TABLE {table} ({}) WITH (layout = 'dense', interval = '{}', block = '{}'{cold})",
         cols.join(", "),
         format_duration_ns(spec.interval_ns),
         format_duration_ns(spec.block_ns)

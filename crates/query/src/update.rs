@@ -71,7 +71,7 @@ pub fn exec(
         if matches!(&value, Expr::Column(c) if c.name == name) {
             continue;
         }
-        if name == TIME_COLUMN || tags.iter().any(|t| *t == name) {
+        if name == TIME_COLUMN || tags.contains(&name) {
             return Err(DataFusionError::Plan(format!(
                 "UPDATE cannot set {name:?}: time and tags identify a point (delete it and \
                  insert it under the new identity)"

@@ -1,8 +1,9 @@
 //! Dense tables against an ordinary table and SQLite, in process (issue 25).
 //!
-//! One series (`device=d0`, fields kwh f64, volts f64, ok bool) at a 1 s interval, in two
-//! histories: `month`, every second of 30 days (2,592,000 points), and `years`, one hour of
-//! every day for 20 × 365 days (26,280,000 points in 7,300 daily blocks). Each history is
+//! One series (`device=d0`, fields kwh f64, volts f64, ok bool) at a 1 s interval, in
+//! histories: `month`, every second of 30 days (2,592,000 points); `years`, one hour of
+//! every day for 20 × 365 days (26,280,000 points); `years-equal`, 355 s of every day for 20
+//! years (2,591,500 points: the history 240 times longer, the data as large). Each history is
 //! loaded into a dense table, an ordinary table (then flushed: the points are in Parquet
 //! files) and SQLite (B-tree table, `PRIMARY KEY (device, time)`, WAL journal), and then
 //! timed per operation on random existing points (fixed seed):
@@ -23,7 +24,7 @@
 //!
 //! ```sh
 //! cargo run --release -p tempora-storage --example dense_bench -- --dir /var/tmp/dense-bench \
-//!     [--samples 2000] [--histories month,years] [--sync durable|relaxed]
+//!     [--samples 2000] [--histories month,years] [--sync durable|relaxed] [--block-days 1]
 //! ```
 
 use std::time::Instant;
@@ -46,6 +47,8 @@ struct Args {
     samples: usize,
     histories: Vec<String>,
     durable: bool,
+    /// Days per dense block.
+    block_days: i64,
 }
 
 fn args() -> Args {
@@ -54,6 +57,7 @@ fn args() -> Args {
         samples: 2000,
         histories: vec!["month".into(), "years".into()],
         durable: true,
+        block_days: 1,
     };
     let v: Vec<String> = std::env::args().skip(1).collect();
     for w in v.chunks(2) {
@@ -62,6 +66,7 @@ fn args() -> Args {
             ("--samples", Some(n)) => a.samples = n.parse().expect("--samples N"),
             ("--histories", Some(h)) => a.histories = h.split(',').map(String::from).collect(),
             ("--sync", Some(s)) => a.durable = s == "durable",
+            ("--block-days", Some(d)) => a.block_days = d.parse().expect("--block-days N"),
             _ => {
                 panic!("usage: --dir D --samples N --histories month,years --sync durable|relaxed")
             }
@@ -76,6 +81,11 @@ fn history(name: &str) -> Vec<i64> {
         "month" => (0..30 * 86_400).map(|i| START + i * SEC).collect(),
         "years" => (0..20 * 365)
             .flat_map(|d| (0..3600).map(move |s| START + d * DAY + 12 * 3600 * SEC + s * SEC))
+            .collect(),
+        // As many points as `month` (355 s at noon of every day), spread over 20 years: the
+        // history's length changes, the data's size does not.
+        "years-equal" => (0..20 * 365)
+            .flat_map(|d| (0..355).map(move |s| START + d * DAY + 12 * 3600 * SEC + s * SEC))
             .collect(),
         other => panic!("unknown history {other}"),
     }
@@ -102,7 +112,7 @@ fn schema(name: &str) -> TableSchema {
     )
 }
 
-fn spec() -> DenseSpec {
+fn spec(block_days: i64) -> DenseSpec {
     let f = |n: &str, ty| DenseField {
         name: n.into(),
         ty,
@@ -113,7 +123,7 @@ fn spec() -> DenseSpec {
         f("volts", FieldType::F64),
         f("ok", FieldType::Bool),
     ];
-    DenseSpec::new(SEC, Some(DAY), fields).unwrap()
+    DenseSpec::new(SEC, Some(block_days * DAY), fields).unwrap()
 }
 
 fn write_points(e: &Engine, table: &str, times: &[i64]) {
@@ -202,7 +212,13 @@ fn main() {
     if !a.durable {
         opts.wal_sync = tempora_wal::SyncPolicy::None;
     }
-    let e = Engine::open(opts, EngineIo::local(a.dir.join("tempora")).unwrap()).unwrap();
+    let open = || {
+        Engine::open(
+            opts.clone(),
+            EngineIo::local(a.dir.join("tempora")).unwrap(),
+        )
+    };
+    let mut e = open().unwrap();
     e.create_database("b").unwrap();
     println!(
         "durability: {}",
@@ -215,13 +231,14 @@ fn main() {
     let mut summary = Vec::new();
     for hist in &a.histories {
         let times = history(hist);
-        let (dense, ord) = (format!("b.dense_{hist}"), format!("b.ord_{hist}"));
+        let name = hist.replace('-', "_");
+        let (dense, ord) = (format!("b.dense_{name}"), format!("b.ord_{name}"));
         e.create_dense_table(
             &dense,
             schema(&dense),
             false,
             StorageSettings::default(),
-            spec(),
+            spec(a.block_days),
         )
         .unwrap();
         e.create_table(&ord, schema(&ord), false).unwrap();
@@ -260,6 +277,13 @@ fn main() {
             tx.commit().unwrap();
         }
         let sqlite_rate = times.len() as f64 / s.elapsed().as_secs_f64();
+        // Both restarted before timing: files opened anew, as a server answers after a restart.
+        e.close().unwrap();
+        e = open().unwrap();
+        drop(sql);
+        let sql = rusqlite::Connection::open(a.dir.join(format!("sqlite-{hist}.db"))).unwrap();
+        sql.execute_batch(&format!("PRAGMA synchronous={sync};"))
+            .unwrap();
         println!(
             "\n{hist}: {} points loaded in process: dense {:.0} rows/s, ordinary {:.0} rows/s (with its flush), SQLite {:.0} rows/s (one transaction)",
             times.len(),
@@ -304,7 +328,8 @@ fn main() {
         let r = |label, op, p| (hist.clone(), op, label, row(label, hist, op, p));
         // Every system first reads one point of every day (untimed): files opened, pages
         // and footers cached, as on a server that has been answering for a while.
-        let warm: Vec<i64> = times.iter().step_by(3600).copied().collect();
+        let mut warm: Vec<i64> = times.clone();
+        warm.dedup_by_key(|t| t.div_euclid(DAY));
         for &t in &warm {
             std::hint::black_box(e.dense_get(&dense, &sides.key, t).unwrap());
             std::hint::black_box(sides.read_ordinary(t));
@@ -447,12 +472,14 @@ fn main() {
             .find(|(h, o, l, _)| h == hist && *o == op && *l == "dense")
             .map(|x| x.3)
     };
-    for op in ["read", "update", "delete"] {
-        if let (Some(m), Some(y)) = (dense_p50("month", op), dense_p50("years", op)) {
-            println!(
-                "flatness, dense {op}: 20-year p50 / 1-month p50 = {:.2}",
-                y / m
-            );
+    for hist in a.histories.iter().filter(|h| *h != "month") {
+        for op in ["read", "update", "delete"] {
+            if let (Some(m), Some(y)) = (dense_p50("month", op), dense_p50(hist, op)) {
+                println!(
+                    "flatness, dense {op}: {hist} p50 / month p50 = {:.2}",
+                    y / m
+                );
+            }
         }
     }
     e.close().unwrap();

@@ -534,4 +534,153 @@ fn retention_drops_whole_expired_blocks_and_drop_table_removes_the_files() {
     assert_eq!(get(&e, "a", base - 30 * HOUR), Some((Some(30.0), None)));
     e.drop_table(T).unwrap();
     assert_eq!(blocks(), 0, "a dropped table's block files are removed");
+    // Files of a table dropped by a process that crashed before removing them go at open.
+    let orphan = dir.path().join("dense/99");
+    std::fs::create_dir_all(orphan.join("00000000000000ab")).unwrap();
+    std::fs::create_dir_all(dir.path().join("dense/99.wal")).unwrap();
+    drop(e);
+    let _e = open_local(dir.path());
+    assert!(!orphan.exists() && !dir.path().join("dense/99.wal").exists());
+}
+
+#[test]
+fn cold_blocks_become_compressed_files_that_read_the_same_and_refuse_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open_local(dir.path());
+    e.create_database("m").unwrap();
+    let mut cols = vec![("device".to_string(), ColumnKind::Tag)];
+    cols.extend(
+        fields()
+            .into_iter()
+            .map(|f| (f.name, ColumnKind::Field(f.ty))),
+    );
+    const HOUR: i64 = 3600 * SEC;
+    let spec = DenseSpec::new(SEC, Some(HOUR), fields())
+        .unwrap()
+        .with_cold_after(Some(24 * HOUR))
+        .unwrap();
+    e.create_dense_table(
+        T,
+        TableSchema::with_columns(T, cols),
+        false,
+        StorageSettings::default(),
+        spec,
+    )
+    .unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64;
+    let base = now.div_euclid(HOUR) * HOUR;
+    // A whole hour 50 hours ago, one point 30 hours ago and one an hour ago.
+    let old: Vec<_> = (0..3600)
+        .map(|i| ("a", base - 50 * HOUR + i * SEC, (Some(i as f64), Some(i))))
+        .collect();
+    put(&e, &old);
+    put(&e, &[("a", base - 30 * HOUR, (Some(30.0), None))]);
+    put(&e, &[("a", base - HOUR, (Some(1.0), None))]);
+    e.flush().unwrap();
+    let files = |ext: &str| {
+        walk(&dir.path().join("dense"))
+            .filter(|p| p.ends_with(ext))
+            .collect::<Vec<_>>()
+    };
+    let hot_hour = files(".tdns")
+        .iter()
+        .map(|p| std::fs::metadata(p).unwrap().blocks() * 512)
+        .max()
+        .unwrap();
+    e.enforce_retention().unwrap();
+    assert_eq!(
+        (files(".parquet").len(), files(".tdns").len()),
+        (2, 1),
+        "two blocks went cold"
+    );
+    let cold_hour = files(".parquet")
+        .iter()
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .max()
+        .unwrap();
+    println!(
+        "an hour of 1 s points: hot block {hot_hour} bytes on disk, cold file {cold_hour} bytes"
+    );
+    assert!(
+        cold_hour * 2 < hot_hour,
+        "cold {cold_hour} vs hot {hot_hour}"
+    );
+    // Reads are the same.
+    let check = |e: &Engine| {
+        assert_eq!(
+            get(e, "a", base - 50 * HOUR + 17 * SEC),
+            Some((Some(17.0), Some(17)))
+        );
+        assert_eq!(get(e, "a", base - 30 * HOUR), Some((Some(30.0), None)));
+        assert_eq!(get(e, "a", base - 30 * HOUR + SEC), None);
+        assert_eq!(scan(e, Some("a"), base - 60 * HOUR, base).len(), 3602);
+        let part = scan(
+            e,
+            None,
+            base - 50 * HOUR + 10 * SEC,
+            base - 50 * HOUR + 20 * SEC,
+        );
+        assert_eq!(part.len(), 10);
+    };
+    check(&e);
+    // Cold points are read-only: writes, updates and partial deletes are refused by name.
+    let mut b = RowBatchBuilder::new(T).unwrap();
+    b.push(
+        &[("device", "a")],
+        &[("kwh", FieldValue::F64(9.0))],
+        Timestamp(base - 40 * HOUR),
+    )
+    .unwrap();
+    let out = e.write(b.finish()).unwrap();
+    assert!(
+        out.rejected[0].reason.contains("read-only"),
+        "{:?}",
+        out.rejected
+    );
+    let err = e
+        .dense_update(
+            T,
+            &key("a"),
+            base - 30 * HOUR,
+            &[("kwh", FieldValue::F64(2.0))],
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("read-only"), "{err}");
+    let err = e
+        .dense_delete(T, &key("a"), base - 30 * HOUR, base - 30 * HOUR + SEC)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("whole cold blocks"), "{err}");
+    // Hot points still change in place.
+    assert!(
+        e.dense_update(T, &key("a"), base - HOUR, &[("kwh", FieldValue::F64(5.0))])
+            .unwrap()
+    );
+    e.close().unwrap();
+    let e = open_local(dir.path());
+    check(&e);
+    assert_eq!(get(&e, "a", base - HOUR), Some((Some(5.0), None)));
+    let mut b = RowBatchBuilder::new(T).unwrap();
+    b.push(
+        &[("device", "a")],
+        &[("kwh", FieldValue::F64(9.0))],
+        Timestamp(base - 40 * HOUR),
+    )
+    .unwrap();
+    assert_eq!(
+        e.write(b.finish()).unwrap().rejected.len(),
+        1,
+        "still read-only after a restart"
+    );
+    // A delete of whole cold blocks removes them.
+    let n = e
+        .dense_delete(T, &key("a"), base - 51 * HOUR, base - 29 * HOUR)
+        .unwrap();
+    assert_eq!(n, 3601);
+    assert_eq!(files(".parquet").len(), 0);
+    assert_eq!(scan(&e, Some("a"), base - 60 * HOUR, base).len(), 1);
 }

@@ -98,6 +98,40 @@ impl Catalog {
         self
     }
 
+    /// Removes the dense directories (and logs) of tables that are not dense tables of the
+    /// catalog any more (a crash between dropping a table and removing its files); returns
+    /// how many.
+    pub fn remove_orphan_dense(&self) -> usize {
+        let Some(shared) = &self.dense else {
+            return 0;
+        };
+        let live: BTreeSet<String> = self
+            .tables
+            .read()
+            .values()
+            .filter(|t| t.dense().is_some())
+            .map(|t| t.id.0.to_string())
+            .collect();
+        let Ok(entries) = std::fs::read_dir(&shared.root) else {
+            return 0;
+        };
+        let mut n = 0;
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let id = name.strip_suffix(".wal").unwrap_or(&name);
+            if id.parse::<u32>().is_err() || live.contains(id) {
+                continue;
+            }
+            match std::fs::remove_dir_all(e.path()) {
+                Ok(()) => n += 1,
+                Err(err) => {
+                    tracing::warn!(dir = %e.path().display(), error = %err, "removing an orphan dense directory failed")
+                }
+            }
+        }
+        n
+    }
+
     /// Opens the files of dense table `t` laid out by `spec`.
     pub fn open_dense(
         &self,

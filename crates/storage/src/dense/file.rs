@@ -27,6 +27,9 @@ use super::layout::{data_start, slot_len};
 use super::slot::{self, Slot, SlotError};
 use crate::error::{Result, StorageError, io_err};
 
+/// Deletes of fewer bytes write zeros instead of punching a hole (two pages).
+const PUNCH_MIN: u64 = 8192;
+
 /// An open block file.
 #[derive(Debug)]
 pub struct BlockFile {
@@ -105,14 +108,36 @@ impl BlockFile {
         // file (deletes punch holes, which read as zeros), so every mapped byte stays backed.
         let map = unsafe { memmap2::MmapOptions::new().len(full as usize).map(&file) }
             .map_err(|e| io_err("map dense block", p(), e))?;
-        Ok(BlockFile {
+        let f = BlockFile {
             path: path.to_path_buf(),
             file,
             map,
             header,
             data_start,
             slot_len,
-        })
+        };
+        f.populate();
+        Ok(f)
+    }
+
+    /// Maps the pages of the file's data extents now (the page cache holds them or reads
+    /// them), so point reads of written slots take no page fault; holes stay unmapped and
+    /// cost nothing. Best effort: a kernel without `MADV_POPULATE_READ` faults on first read.
+    fn populate(&self) {
+        let slots = (self.header.block_ns / self.header.interval_ns) as u64;
+        let Ok(extents) = self.data_slots(0..slots) else {
+            return;
+        };
+        const PAGE: usize = 4096;
+        for r in extents {
+            let start = (self.offset(r.start) as usize) / PAGE * PAGE;
+            let end = (self.offset(r.end) as usize).min(self.map.len());
+            if end > start {
+                let _ = self
+                    .map
+                    .advise_range(memmap2::Advice::PopulateRead, start, end - start);
+            }
+        }
     }
 
     fn offset(&self, i: u64) -> u64 {
@@ -135,7 +160,7 @@ impl BlockFile {
         &self.map[start..end]
     }
 
-    /// Reads slot `i` (a hole past the block too).
+    /// Reads slot `i` (a hole past the block too) from the mapping: no system call.
     pub fn read(&self, i: u64) -> Result<Slot> {
         let img = self.slots(i..i + 1);
         if img.len() < self.slot_len as usize {
@@ -181,7 +206,9 @@ impl BlockFile {
         self.punch(i..i + 1)
     }
 
-    /// Makes slots `range` never written (one hole punched for all of them).
+    /// Makes slots `range` never written: zeros written over a few slots (a hole punched
+    /// into a mapped file costs an unmapping of its pages), a hole punched over more, which
+    /// frees their disk.
     pub fn punch(&self, range: Range<u64>) -> Result<()> {
         if range.is_empty() {
             return Ok(());
@@ -190,6 +217,12 @@ impl BlockFile {
             self.offset(range.start),
             (range.end - range.start) * self.slot_len,
         );
+        if len < PUNCH_MIN {
+            return self
+                .file
+                .write_all_at(&vec![0u8; len as usize], off)
+                .map_err(|e| io_err("delete dense slot", self.path.display().to_string(), e));
+        }
         // SAFETY: fallocate on an open descriptor with valid offsets has no memory effects.
         let punched = unsafe {
             libc::fallocate(

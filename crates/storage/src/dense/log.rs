@@ -137,6 +137,7 @@ impl DenseTable {
         seq: impl FnOnce() -> SeqNo,
         op: DenseOp,
     ) -> Result<u64> {
+        self.check_not_cold(&op)?;
         let mut buf = std::mem::take(&mut log.scratch);
         buf.clear();
         let seq = seq();
@@ -168,6 +169,14 @@ impl DenseTable {
                     self.write_pending(log)?;
                 }
                 0
+            }
+            DenseOp::Delete(ranges) if self.buffered_delete(&ranges) => {
+                // A few points: each written slot becomes a zero image in the buffer.
+                let mut n = 0;
+                for (key, from, to) in ranges {
+                    n += self.buffer_holes(log, key, from, to)?;
+                }
+                n
             }
             DenseOp::Delete(ranges) => {
                 self.write_pending(log)?;
@@ -279,5 +288,91 @@ impl DenseTable {
             .map_err(|e| StorageError::Shared(e.to_string()))?;
         self.log_locked(&mut log, seq, DenseOp::Put(vec![put]))?;
         Ok(true)
+    }
+}
+
+impl DenseTable {
+    /// Refuses an op that would change cold points (before the log sees it): a put before
+    /// the cold watermark, a delete covering part of a cold block.
+    fn check_not_cold(&self, op: &DenseOp) -> Result<()> {
+        let cold = self.cold_before();
+        if cold == i64::MIN {
+            return Ok(());
+        }
+        let refuse = |what: String| {
+            Err(StorageError::Shared(format!(
+                "{what}: points before {} are in cold blocks of the columnar layout, read-only \
+                 (a delete may remove whole cold blocks)",
+                crate::catalog::settings::format_time_ns(cold)
+            )))
+        };
+        match op {
+            DenseOp::Put(series) => {
+                if let Some(t) = series
+                    .iter()
+                    .flat_map(|p| p.times.iter())
+                    .find(|t| **t < cold)
+                {
+                    return refuse(format!("a write at {t}"));
+                }
+            }
+            DenseOp::Delete(ranges) => {
+                let block_ns = self.spec.block_ns;
+                for (key, from, to) in ranges {
+                    let Some(s) = self.series(key) else { continue };
+                    for b in s.blocks_in(*from, *to, block_ns) {
+                        let whole = *from <= b && *to >= b.saturating_add(block_ns);
+                        if s.is_cold(b) && !whole {
+                            return refuse(format!("a delete of [{from}, {to})"));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checkpoints and returns the log lock held: no write runs until it is dropped.
+    pub(crate) fn checkpoint_and_hold(&self) -> Result<parking_lot::MutexGuard<'_, LogState>> {
+        let mut log = self.log.lock();
+        self.checkpoint_locked(&mut log)?;
+        Ok(log)
+    }
+}
+
+/// Deletes of at most this many slots (in all) go through the write-behind buffer.
+const BUFFERED_DELETE_SLOTS: i64 = 64;
+
+impl DenseTable {
+    /// Whether a delete is small enough to buffer: few slots, none of them cold.
+    fn buffered_delete(&self, ranges: &[(Bytes, i64, i64)]) -> bool {
+        let slots: i64 = ranges
+            .iter()
+            .map(|(_, f, t)| (t.saturating_sub(*f) / self.spec.interval_ns).saturating_add(1))
+            .fold(0i64, |a, b| a.saturating_add(b));
+        slots <= BUFFERED_DELETE_SLOTS && ranges.iter().all(|(_, f, _)| *f >= self.cold_before())
+    }
+
+    /// Buffers a zero image (a hole) for every written slot of `key` in `[from, to)`;
+    /// returns how many.
+    fn buffer_holes(&self, log: &mut LogState, key: Bytes, from: i64, to: i64) -> Result<u64> {
+        let interval = self.spec.interval_ns;
+        let first = from.saturating_add((interval - from.rem_euclid(interval)) % interval);
+        let zero = vec![0u8; self.spec.slot_len()];
+        let mut n = 0;
+        let mut t = first;
+        while t < to {
+            let written = match log.pending.get(&(key.clone(), t)) {
+                Some(img) => !super::slot::is_hole(img),
+                // A damaged slot counts as written: deleting it is how it is cleared.
+                None => !matches!(self.read_slot(&key, t), Ok(super::slot::Slot::Hole)),
+            };
+            if written {
+                log.pending.insert((key.clone(), t), zero.clone());
+                n += 1;
+            }
+            t = t.saturating_add(interval);
+        }
+        Ok(n)
     }
 }

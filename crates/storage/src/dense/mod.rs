@@ -12,6 +12,7 @@
 //! | [`table`] | a table's directories: a directory per series, a file per block, open files within a limit |
 //! | [`record`] | the write-ahead-log record of a dense put or delete (whole slot images) |
 //! | [`log`] | a table's write-ahead log, write-behind buffer and checkpoints |
+//! | [`cold`] | blocks converted to compressed Parquet after `cold_after`: smaller, read-only |
 //! | [`ops`] | applying records to files, point and range reads, latest values, what a checkpoint syncs |
 //! | `scan` | a block of the selected series as the read API's sorted run |
 //!
@@ -23,6 +24,7 @@
 //! the log, so a record leaves the log only once its slots are durable; replay writes the
 //! images again, in order, so a slot torn by a crash becomes the new value.
 
+pub mod cold;
 pub mod file;
 pub mod header;
 pub mod layout;

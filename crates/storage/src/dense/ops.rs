@@ -98,6 +98,12 @@ impl DenseTable {
             if lo >= hi {
                 continue;
             }
+            if s.is_cold(b) {
+                // Checked before the record was logged: the range covers the block.
+                removed += self.read_cold(&s, b)?.times.len() as u64;
+                self.remove_cold(&s, b)?;
+                continue;
+            }
             let Some(file) = self.file(&s, b, false)? else {
                 continue;
             };
@@ -130,6 +136,13 @@ impl DenseTable {
         let Some(s) = self.series(key) else {
             return Ok(Slot::Hole);
         };
+        if s.is_cold(b) {
+            let rows = self.read_cold(&s, b)?;
+            return Ok(match rows.times.binary_search(&t) {
+                Ok(at) => Slot::Row(rows.values(at)),
+                Err(_) => Slot::Hole,
+            });
+        }
         match self.file(&s, b, false)? {
             Some(f) => f.read(i),
             None => Ok(Slot::Hole),
@@ -145,9 +158,29 @@ impl DenseTable {
         visit: &mut dyn FnMut(i64, &[u8]) -> Result<()>,
     ) -> Result<()> {
         self.flush_pending()?;
+        self.read_blocks(s, (from, to), visit)
+    }
+
+    /// [`DenseTable::read_range`] without writing the buffer first (its caller holds the log
+    /// lock, or wrote it).
+    pub(crate) fn read_blocks(
+        &self,
+        s: &DenseSeries,
+        (from, to): (i64, i64),
+        visit: &mut dyn FnMut(i64, &[u8]) -> Result<()>,
+    ) -> Result<()> {
         let (interval, block_ns) = (self.spec.interval_ns, self.spec.block_ns);
         let mut buf = Vec::new();
         for b in s.blocks_in(from, to, block_ns) {
+            if s.is_cold(b) {
+                let rows = self.read_cold(s, b)?;
+                let lo = rows.times.partition_point(|&t| t < from);
+                let hi = rows.times.partition_point(|&t| t < to);
+                for i in lo..hi {
+                    visit(rows.times[i], &rows.image(self, i)?)?;
+                }
+                continue;
+            }
             let lo = slot_at_or_after(from, b, interval);
             let hi = slot_at_or_after(to.min(b.saturating_add(block_ns)), b, interval);
             if lo >= hi {
@@ -183,6 +216,13 @@ impl DenseTable {
         let interval = self.spec.interval_ns;
         let mut buf = Vec::new();
         for b in s.blocks().into_iter().rev() {
+            if s.is_cold(b) {
+                let rows = self.read_cold(s, b)?;
+                if let Some(i) = rows.times.len().checked_sub(1) {
+                    return Ok(Some((rows.times[i], rows.image(self, i)?)));
+                }
+                continue;
+            }
             let Some(f) = self.file(s, b, false)? else {
                 continue;
             };
@@ -218,6 +258,10 @@ const SMALL_RANGE: u64 = 64;
 fn count_written(f: &BlockFile, range: std::ops::Range<u64>) -> Result<u64> {
     let mut n = 0;
     let mut buf = Vec::new();
+    if range.end - range.start == 1 {
+        // A damaged slot counts as written: deleting it is how it is cleared.
+        return Ok(u64::from(!matches!(f.read(range.start), Ok(Slot::Hole))));
+    }
     let extents = match range.end - range.start <= SMALL_RANGE {
         true => vec![range],
         false => f.data_slots(range)?,

@@ -25,6 +25,10 @@ pub struct DenseSpec {
     pub interval_ns: i64,
     pub block_ns: i64,
     pub fields: Vec<DenseField>,
+    /// Blocks that ended this long ago are converted to cold files ([`super::cold`]);
+    /// `None`: never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold_after_ns: Option<i64>,
 }
 
 impl DenseSpec {
@@ -80,7 +84,19 @@ impl DenseSpec {
             interval_ns,
             block_ns,
             fields,
+            cold_after_ns: None,
         })
+    }
+
+    /// The same layout converting blocks to cold files `after` ns past their end.
+    pub fn with_cold_after(mut self, after: Option<i64>) -> Result<Self, String> {
+        if let Some(a) = after
+            && a <= 0
+        {
+            return Err(format!("cold_after must be positive, not {a} ns"));
+        }
+        self.cold_after_ns = after;
+        Ok(self)
     }
 
     /// The position of field `name`.

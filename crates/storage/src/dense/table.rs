@@ -41,34 +41,95 @@ pub struct DenseSeries {
     /// Unique in the engine: names the series' open files in the shared cache.
     uid: u64,
     dir: PathBuf,
+    /// Blocks with a (hot) block file.
     blocks: RwLock<BTreeSet<i64>>,
+    /// Blocks converted to cold files ([`super::cold`]).
+    cold: RwLock<BTreeSet<i64>>,
 }
 
 impl DenseSeries {
-    /// Block starts that have a file, oldest first.
+    /// Block starts that have a file (hot or cold), oldest first.
     pub fn blocks(&self) -> Vec<i64> {
-        self.blocks.read().iter().copied().collect()
+        let mut v: Vec<i64> = self.blocks.read().iter().copied().collect();
+        v.extend(self.cold.read().iter().copied());
+        v.sort_unstable();
+        v
     }
 
-    /// Block starts with a file overlapping `[from, to)`, for blocks of `block_ns`.
+    /// Block starts with a file (hot or cold) overlapping `[from, to)`, for blocks of
+    /// `block_ns`.
     pub fn blocks_in(&self, from: i64, to: i64, block_ns: i64) -> Vec<i64> {
         let lo = block_start(from, block_ns);
-        self.blocks.read().range(lo..to).copied().collect()
+        let mut v: Vec<i64> = self.blocks.read().range(lo..to).copied().collect();
+        v.extend(self.cold.read().range(lo..to).copied());
+        v.sort_unstable();
+        v
+    }
+
+    /// How many blocks have a file (hot or cold).
+    pub fn block_count(&self) -> usize {
+        self.blocks.read().len() + self.cold.read().len()
+    }
+
+    /// Whether `block` was converted to a cold file.
+    pub fn is_cold(&self, block: i64) -> bool {
+        self.cold.read().contains(&block)
+    }
+
+    pub(crate) fn set_cold(&self, block: i64) {
+        self.cold.write().insert(block);
+    }
+
+    pub(crate) fn unset_cold(&self, block: i64) {
+        self.cold.write().remove(&block);
     }
 
     fn path(&self, block: i64) -> PathBuf {
-        self.dir.join(block_name(block))
+        self.dir.join(block_name(block, BLOCK_EXT))
+    }
+
+    /// The cold file of `block`.
+    pub(crate) fn cold_path(&self, block: i64) -> PathBuf {
+        self.dir.join(block_name(block, COLD_EXT))
     }
 }
 
-fn block_name(block: i64) -> String {
-    format!("{:016x}.{BLOCK_EXT}", (block as u64) ^ (1 << 63))
+const COLD_EXT: &str = "parquet";
+
+fn block_name(block: i64, ext: &str) -> String {
+    format!("{:016x}.{ext}", (block as u64) ^ (1 << 63))
 }
 
-fn parse_block_name(name: &str) -> Option<i64> {
-    let hex = name.strip_suffix(&format!(".{BLOCK_EXT}"))?;
+fn parse_block_name(name: &str, ext: &str) -> Option<i64> {
+    let hex = name.strip_suffix(&format!(".{ext}"))?;
     let v = u64::from_str_radix(hex, 16).ok()?;
     Some((v ^ (1 << 63)) as i64)
+}
+
+/// The hot and cold blocks in a series directory. A block with both files was being
+/// converted: the cold file is complete (renamed only once synced), so the hot one goes; an
+/// unfinished cold file (`.parquet.tmp`) goes too.
+fn list_series(sdir: &Path) -> Result<(BTreeSet<i64>, BTreeSet<i64>)> {
+    let io = |e| io_err("list dense series", sdir.display().to_string(), e);
+    let (mut hot, mut cold) = (BTreeSet::new(), BTreeSet::new());
+    for b in std::fs::read_dir(sdir).map_err(io)? {
+        let name = b.map_err(io)?.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if let Some(start) = parse_block_name(name, BLOCK_EXT) {
+            hot.insert(start);
+        } else if let Some(start) = parse_block_name(name, COLD_EXT) {
+            cold.insert(start);
+        } else if name.ends_with(".parquet.tmp") {
+            let _ = std::fs::remove_file(sdir.join(name));
+        }
+    }
+    for b in hot.intersection(&cold).copied().collect::<Vec<_>>() {
+        let p = sdir.join(block_name(b, BLOCK_EXT));
+        std::fs::remove_file(&p)
+            .map_err(|e| io_err("remove converted block", p.display().to_string(), e))?;
+        hot.remove(&b);
+    }
+    Ok((hot, cold))
 }
 
 /// Open block files by (series uid, block start), the oldest opened evicted first.
@@ -118,6 +179,8 @@ pub struct DenseTable {
     new_entries: Mutex<BTreeSet<PathBuf>>,
     /// The write path: log, write-behind buffer, files to sync ([`super::log`]).
     pub(crate) log: Mutex<super::log::LogState>,
+    /// Points before this are in cold (read-only) files: the newest converted block's end.
+    cold_before: std::sync::atomic::AtomicI64,
 }
 
 impl std::fmt::Debug for DenseTable {
@@ -141,6 +204,7 @@ impl DenseTable {
         let io = |what, e| io_err(what, dir.display().to_string(), e);
         std::fs::create_dir_all(dir).map_err(|e| io("create dense table directory", e))?;
         let mut series = BTreeMap::new();
+        let mut cold_before = i64::MIN;
         for entry in std::fs::read_dir(dir).map_err(|e| io("list dense table", e))? {
             let entry = entry.map_err(|e| io("list dense table", e))?;
             let sdir = entry.path();
@@ -148,12 +212,9 @@ impl DenseTable {
                 tracing::warn!(dir = %sdir.display(), "dense series directory without a key; ignored");
                 continue;
             };
-            let mut blocks = BTreeSet::new();
-            for b in std::fs::read_dir(&sdir).map_err(|e| io("list dense series", e))? {
-                let name = b.map_err(|e| io("list dense series", e))?.file_name();
-                if let Some(start) = name.to_str().and_then(parse_block_name) {
-                    blocks.insert(start);
-                }
+            let (blocks, cold) = list_series(&sdir)?;
+            if let Some(&newest) = cold.iter().next_back() {
+                cold_before = cold_before.max(newest.saturating_add(spec.block_ns));
             }
             let key = Bytes::from(key);
             let s = DenseSeries {
@@ -161,6 +222,7 @@ impl DenseTable {
                 uid: shared.uid(),
                 dir: sdir,
                 blocks: RwLock::new(blocks),
+                cold: RwLock::new(cold),
             };
             series.insert(key, Arc::new(s));
         }
@@ -173,6 +235,7 @@ impl DenseTable {
             shared: shared.clone(),
             new_entries: Mutex::new(BTreeSet::new()),
             log: Mutex::new(log),
+            cold_before: std::sync::atomic::AtomicI64::new(cold_before),
         });
         let last = t.replay_log()?;
         Ok((t, last))
@@ -181,6 +244,35 @@ impl DenseTable {
     /// The table's directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Points before this time are in cold files, read-only (`i64::MIN`: none).
+    pub fn cold_before(&self) -> i64 {
+        self.cold_before.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    pub(crate) fn raise_cold_watermark(&self, t: i64) {
+        self.cold_before
+            .fetch_max(t, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Removes the cold file of `series` at `block`.
+    pub(crate) fn remove_cold(&self, s: &DenseSeries, block: i64) -> Result<()> {
+        let path = s.cold_path(block);
+        s.unset_cold(block);
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(io_err(
+                    "remove cold dense block",
+                    path.display().to_string(),
+                    e,
+                ));
+            }
+        }
+        self.new_entries.lock().insert(s.dir.clone());
+        Ok(())
     }
 
     /// The series of `key`, if it was ever written.
@@ -238,6 +330,7 @@ impl DenseTable {
             uid: self.shared.uid(),
             dir: sdir,
             blocks: RwLock::new(BTreeSet::new()),
+            cold: RwLock::new(BTreeSet::new()),
         });
         all.insert(s.key.clone(), s.clone());
         Ok(s)
@@ -321,7 +414,10 @@ impl DenseTable {
         for s in all {
             for b in s.blocks() {
                 if b.saturating_add(self.spec.block_ns) <= cutoff {
-                    self.remove_block(&s, b)?;
+                    match s.is_cold(b) {
+                        true => self.remove_cold(&s, b)?,
+                        false => self.remove_block(&s, b)?,
+                    }
                     n += 1;
                 }
             }
@@ -333,7 +429,7 @@ impl DenseTable {
     pub fn all_blocks(&self, series: &[Arc<DenseSeries>]) -> Vec<i64> {
         let mut out = BTreeSet::new();
         for s in series {
-            out.extend(s.blocks.read().iter().copied());
+            out.extend(s.blocks());
         }
         out.into_iter().collect()
     }

@@ -72,6 +72,14 @@ impl Engine {
                     spec.interval_ns,
                 )
                 .map_err(|e| format!("dense table {:?}: {e}", table.name))?;
+                if t < dense.cold_before() {
+                    return Err(format!(
+                        "dense table {:?}: timestamp {t} is in a block converted to the \
+                         columnar layout (cold_after); points before {} are read-only",
+                        table.name,
+                        crate::catalog::settings::format_time_ns(dense.cold_before())
+                    ));
+                }
                 cells.iter_mut().for_each(|c| *c = None);
                 for (idx, v) in row.fields {
                     let Some(at) = map[*idx as usize] else {

@@ -50,6 +50,12 @@ impl Dropper {
                 if let Some(cutoff) = raw_cutoff {
                     dropped += d.drop_blocks_before(cutoff)?;
                 }
+                if let Some(after) = d.spec.cold_after_ns {
+                    let n = d.convert_cold(now.saturating_sub(after))?;
+                    if n > 0 {
+                        tracing::info!(table = %table.name, blocks = n, "dense blocks converted to cold files");
+                    }
+                }
                 continue;
             }
             let rollups: Vec<(i64, Option<i64>)> = table

@@ -100,6 +100,10 @@ pub(crate) fn load_manifest_state(r: &Replay) -> Result<()> {
             .insert((meta.key.start, meta.key.bucket), Arc::new(region));
     }
     r.catalog.restore(tables);
+    let orphans = r.catalog.remove_orphan_dense();
+    if orphans > 0 {
+        tracing::info!(orphans, "removed the dense files of dropped tables");
+    }
     r.catalog.observe_seq(SeqNo(max_seq.max(state.seq_floor)));
     Ok(())
 }
