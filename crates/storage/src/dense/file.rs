@@ -60,7 +60,7 @@ impl BlockFile {
             .map_err(|e| io_err("create dense block", p.clone(), e))?;
         file.write_all_at(&header::encode(&header), 0)
             .map_err(|e| io_err("write dense header", p, e))?;
-        Self::with(path, file, header)
+        Self::with(path, file, header, false)
     }
 
     /// Opens the block file at `path`, checking its header.
@@ -86,11 +86,12 @@ impl BlockFile {
             }
         }
         let header = header.expect("the loop ends with a header or an error");
-        Self::with(path, file, header)
+        Self::with(path, file, header, true)
     }
 
-    /// The open file: extended (sparsely) to the block's full length and mapped.
-    fn with(path: &Path, file: File, header: Header) -> Result<BlockFile> {
+    /// The open file: extended (sparsely) to the block's full length and mapped; with
+    /// `populate`, the pages holding data are mapped now.
+    fn with(path: &Path, file: File, header: Header, populate: bool) -> Result<BlockFile> {
         let p = || path.display().to_string();
         let data_start = data_start(&header.fields) as u64;
         let slot_len = slot_len(&header.fields) as u64;
@@ -108,6 +109,9 @@ impl BlockFile {
         // file (deletes punch holes, which read as zeros), so every mapped byte stays backed.
         let map = unsafe { memmap2::MmapOptions::new().len(full as usize).map(&file) }
             .map_err(|e| io_err("map dense block", p(), e))?;
+        // A point read faults in its page only: read-ahead would fill the page cache with the
+        // zeros of the holes around it.
+        let _ = map.advise(memmap2::Advice::Random);
         let f = BlockFile {
             path: path.to_path_buf(),
             file,
@@ -116,7 +120,9 @@ impl BlockFile {
             data_start,
             slot_len,
         };
-        f.populate();
+        if populate {
+            f.populate();
+        }
         Ok(f)
     }
 
@@ -179,11 +185,14 @@ impl BlockFile {
             .map_err(|e| io_err("write dense slot", self.path.display().to_string(), e))
     }
 
-    /// Reads slots `range` into `buf` (holes and the part past the block as zeros).
+    /// Reads slots `range` into `buf` (holes and the part past the block as zeros) with one
+    /// positioned read (a scan reads data extents only; the kernel reads ahead along them).
     pub fn read_encoded(&self, range: Range<u64>, buf: &mut Vec<u8>) -> Result<()> {
         buf.clear();
-        buf.extend_from_slice(self.slots(range.clone()));
         buf.resize(((range.end - range.start) * self.slot_len) as usize, 0);
+        let n = read_upto(&self.file, buf, self.offset(range.start))
+            .map_err(|e| io_err("read dense slots", self.path.display().to_string(), e))?;
+        buf[n..].fill(0);
         Ok(())
     }
 

@@ -243,8 +243,15 @@ impl DenseTable {
 
     fn checkpoint_locked(&self, log: &mut LogState) -> Result<()> {
         self.write_pending(log)?;
-        log.dirty.sync()?;
-        self.sync_dirs()?;
+        if log.config.wal.sync == tempora_wal::SyncPolicy::None {
+            // The log itself is never fsynced: the files need not be either (what a power
+            // cut may lose is the same).
+            log.dirty = Dirty::default();
+            self.forget_new_entries();
+        } else {
+            log.dirty.sync()?;
+            self.sync_dirs()?;
+        }
         if let Some(last) = log.wal.last_seq() {
             // Every record is in durable slots: the whole log goes (the next write starts a
             // new segment), so a reopen replays nothing already applied.

@@ -395,6 +395,11 @@ impl DenseTable {
         Ok(())
     }
 
+    /// Forgets the directories whose entries changed (when nothing is synced).
+    pub(crate) fn forget_new_entries(&self) {
+        self.new_entries.lock().clear();
+    }
+
     /// Makes the directory entries changed since the last call durable.
     pub fn sync_dirs(&self) -> Result<()> {
         let dirs = std::mem::take(&mut *self.new_entries.lock());
