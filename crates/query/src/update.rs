@@ -72,7 +72,7 @@ pub fn exec(
             continue;
         }
         if name == TIME_COLUMN || tags.contains(&name) {
-            return Err(DataFusionError::Plan(format!(
+            return Err(DataFusionError::NotImplemented(format!(
                 "UPDATE cannot set {name:?}: time and tags identify a point (delete it and \
                  insert it under the new identity)"
             )));

@@ -684,3 +684,30 @@ fn cold_blocks_become_compressed_files_that_read_the_same_and_refuse_changes() {
     assert_eq!(files(".parquet").len(), 0);
     assert_eq!(scan(&e, Some("a"), base - 60 * HOUR, base).len(), 1);
 }
+
+#[test]
+fn a_delete_finds_points_still_in_the_write_behind_buffer() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open_local(dir.path());
+    create(&e, 3600);
+    // A new series, a few points: buffered, no directory of its own yet.
+    put(
+        &e,
+        &[
+            ("z", 10 * SEC, (Some(1.0), None)),
+            ("z", 11 * SEC, (Some(2.0), None)),
+        ],
+    );
+    let req = DeleteRequest {
+        time: None,
+        matcher: Matcher::eq("device", "z"),
+        series_filter: None,
+    };
+    assert_eq!(e.delete(T, &req).unwrap(), 2);
+    e.flush().unwrap();
+    assert_eq!(
+        scan(&e, None, 0, 100 * SEC),
+        Model::new(),
+        "nothing comes back"
+    );
+}

@@ -92,7 +92,7 @@ impl DenseTable {
         let _writers = self.checkpoint_and_hold()?;
         for s in self.select(&tempora_index::Matcher::All) {
             for b in s.blocks() {
-                if b.saturating_add(self.spec.block_ns) <= cutoff {
+                if !s.is_cold(b) && b.saturating_add(self.spec.block_ns) <= cutoff {
                     self.convert_block(&s, b)?;
                     n += 1;
                 }

@@ -182,14 +182,25 @@ impl DenseTable {
                 self.write_pending(log)?;
                 let mut n = 0;
                 let mut dirty = std::mem::take(&mut log.dirty);
+                let mut result = Ok(());
                 for (key, from, to) in &ranges {
-                    n += self.apply_delete(key, *from, *to, &mut dirty)?;
+                    match self.apply_delete(key, *from, *to, &mut dirty) {
+                        Ok(k) => n += k,
+                        Err(e) => {
+                            result = Err(e);
+                            break;
+                        }
+                    }
                 }
+                // The files written so far stay listed for the next checkpoint's sync.
                 log.dirty = dirty;
+                result?;
                 n
             }
         };
-        if log.logged >= log.config.checkpoint_bytes {
+        // Checkpoint by bytes logged, or before the files kept for the next sync hold too many
+        // descriptors.
+        if log.logged >= log.config.checkpoint_bytes || log.dirty.len() >= self.max_open() / 2 {
             self.checkpoint_locked(log)?;
         }
         Ok(removed)
@@ -200,10 +211,14 @@ impl DenseTable {
         if log.pending.is_empty() {
             return Ok(());
         }
-        let mut by_series: HashMap<Bytes, Vec<(i64, Vec<u8>)>> = HashMap::new();
-        for ((key, t), img) in log.pending.drain() {
-            by_series.entry(key).or_default().push((t, img));
+        // Images leave the buffer only once written: a failed write (a full disk) keeps the
+        // rest buffered for the next attempt, and the log keeps them all.
+        let mut by_series: HashMap<Bytes, Vec<(i64, &[u8])>> = HashMap::new();
+        for ((key, t), img) in &log.pending {
+            by_series.entry(key.clone()).or_default().push((*t, img));
         }
+        let mut written: Vec<Bytes> = Vec::new();
+        let mut result = Ok(());
         for (key, mut rows) in by_series {
             rows.sort_unstable_by_key(|(t, _)| *t);
             let mut put = SeriesPut {
@@ -213,11 +228,21 @@ impl DenseTable {
             };
             for (t, img) in rows {
                 put.times.push(t);
-                put.slots.extend_from_slice(&img);
+                put.slots.extend_from_slice(img);
             }
-            self.apply_put(&put, &mut log.dirty)?;
+            if let Err(e) = self.apply_put(&put, &mut log.dirty) {
+                result = Err(e);
+                break;
+            }
+            written.push(put.key);
         }
-        Ok(())
+        if result.is_ok() {
+            log.pending.clear();
+        } else {
+            let done: std::collections::HashSet<Bytes> = written.into_iter().collect();
+            log.pending.retain(|(k, _), _| !done.contains(k));
+        }
+        result
     }
 
     /// Writes the buffer (before a read that looks at the block files only).

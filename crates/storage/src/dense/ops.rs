@@ -32,6 +32,11 @@ impl Dirty {
         self.files.is_empty()
     }
 
+    /// Files listed (each holds a descriptor until the sync).
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
     fn note(&mut self, f: &Arc<BlockFile>, bytes: usize) {
         self.files
             .entry(f.path().to_path_buf())
@@ -126,7 +131,15 @@ impl DenseTable {
             return slot::decode(&self.spec.fields, &img)
                 .map_err(|e| crate::error::StorageError::Shared(e.to_string()));
         }
-        self.read_slot(key, t)
+        match self.read_slot(key, t) {
+            // A slot being rewritten in place can read torn: read it again with writers
+            // held off before calling it damaged.
+            Err(crate::error::StorageError::Corrupt { .. }) => {
+                let _writers = self.log.lock();
+                self.read_slot(key, t)
+            }
+            other => other,
+        }
     }
 
     /// The slot of `key` at `t` in its block file (the write-behind buffer not looked at).

@@ -16,6 +16,10 @@ use super::layout::{DenseField, MAX_STRING};
 pub const MAX_SLOTS_PER_BLOCK: i64 = 1 << 24;
 /// Most fields of a dense table.
 pub const MAX_FIELDS: usize = 1024;
+/// Largest block file header (the reader takes at most 64 KiB).
+pub const MAX_HEADER: usize = 60 * 1024;
+/// Largest block file (its apparent size: it is mapped whole).
+pub const MAX_BLOCK_BYTES: i64 = 4 << 30;
 /// Slots in a block when the declaration names no block length (one day at 1 s).
 pub const DEFAULT_SLOTS_PER_BLOCK: i64 = 86_400;
 
@@ -66,6 +70,22 @@ impl DenseSpec {
             return Err(format!(
                 "a dense table declares 1 to {MAX_FIELDS} fields, not {}",
                 fields.len()
+            ));
+        }
+        let header =
+            super::layout::HEADER_LEN + fields.iter().map(|f| 5 + f.name.len()).sum::<usize>();
+        if header > MAX_HEADER {
+            return Err(format!(
+                "the fields' names take {header} bytes in each block header; at most \
+                 {MAX_HEADER} (use fewer or shorter names)"
+            ));
+        }
+        let slot = super::layout::slot_len(&fields) as i64;
+        if (block_ns / interval_ns).saturating_mul(slot) > MAX_BLOCK_BYTES {
+            return Err(format!(
+                "a block of {} slots of {slot} bytes is larger than {MAX_BLOCK_BYTES} bytes \
+                 (choose a shorter block)",
+                block_ns / interval_ns
             ));
         }
         for (i, f) in fields.iter().enumerate() {

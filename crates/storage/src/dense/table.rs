@@ -148,8 +148,24 @@ pub struct DenseShared {
     pub log: super::log::LogConfig,
 }
 
+/// Half the process's descriptor limit: what the dense tables may keep open.
+fn descriptor_budget() -> usize {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0;
+    match ok {
+        true => (r.rlim_cur / 2).max(16) as usize,
+        false => 512,
+    }
+}
+
 impl DenseShared {
+    /// `max_open` is clamped to half the process's descriptor limit.
     pub fn new(root: PathBuf, max_open: usize, log: super::log::LogConfig) -> DenseShared {
+        let max_open = max_open.min(descriptor_budget());
         DenseShared {
             root,
             open: Mutex::new(OpenFiles {
@@ -239,6 +255,11 @@ impl DenseTable {
         });
         let last = t.replay_log()?;
         Ok((t, last))
+    }
+
+    /// Most block files the engine's dense tables keep open.
+    pub fn max_open(&self) -> usize {
+        self.shared.max_open
     }
 
     /// The table's directory.
@@ -351,7 +372,17 @@ impl DenseTable {
         let path = s.path(block);
         let exists = s.blocks.read().contains(&block);
         let f = if exists {
-            BlockFile::open(&path)?
+            match BlockFile::open(&path) {
+                Ok(f) => f,
+                // Made just before a crash, its header never reached the disk: nothing was
+                // written to it that the log does not hold, so it is made again.
+                Err(e) if create && never_written(&path) => {
+                    tracing::warn!(error = %e, "recreating a dense block whose header was lost");
+                    let _ = std::fs::remove_file(&path);
+                    BlockFile::create(&path, self.spec.header(block))?
+                }
+                Err(e) => return Err(e),
+            }
         } else if create {
             let f = BlockFile::create(&path, self.spec.header(block))?;
             s.blocks.write().insert(block);
@@ -452,6 +483,15 @@ impl DenseTable {
             )),
         }
     }
+}
+
+/// Whether the file at `path` has an all-zero header (created, never synced).
+fn never_written(path: &Path) -> bool {
+    use std::os::unix::fs::FileExt;
+    let mut buf = [0u8; super::layout::HEADER_LEN];
+    std::fs::File::open(path)
+        .and_then(|f| f.read_at(&mut buf, 0))
+        .is_ok_and(|_| buf.iter().all(|b| *b == 0))
 }
 
 /// Whether the series of `key` satisfies `m`.

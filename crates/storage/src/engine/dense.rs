@@ -122,6 +122,8 @@ impl Engine {
     /// Deletes the matching points of a dense table in place (holes punched, whole blocks
     /// removed); returns how many there were.
     pub(super) fn delete_dense(&self, dense: &Arc<DenseTable>, req: &DeleteRequest) -> Result<u64> {
+        // Buffered writes first: a series written since may have no directory yet.
+        dense.flush_pending()?;
         let mut series = dense.select(&req.matcher);
         if let Some(choose) = &req.series_filter {
             let keys: Vec<Bytes> = series.iter().map(|s| s.key.clone()).collect();

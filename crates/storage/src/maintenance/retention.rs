@@ -46,14 +46,25 @@ impl Dropper {
         for table in self.catalog.tables() {
             let raw_cutoff = table.retention_cutoff(now);
             if let Some(d) = table.dense() {
-                // Whole block files past retention go; a dense table keeps no rollups.
+                // Whole block files past retention go; a dense table keeps no rollups. One
+                // table's failure (a damaged block) does not stop the others'.
                 if let Some(cutoff) = raw_cutoff {
-                    dropped += d.drop_blocks_before(cutoff)?;
+                    match d.drop_blocks_before(cutoff) {
+                        Ok(n) => dropped += n,
+                        Err(e) => {
+                            tracing::warn!(table = %table.name, error = %e, "dense retention failed")
+                        }
+                    }
                 }
                 if let Some(after) = d.spec.cold_after_ns {
-                    let n = d.convert_cold(now.saturating_sub(after))?;
-                    if n > 0 {
-                        tracing::info!(table = %table.name, blocks = n, "dense blocks converted to cold files");
+                    match d.convert_cold(now.saturating_sub(after)) {
+                        Ok(0) => {}
+                        Ok(n) => {
+                            tracing::info!(table = %table.name, blocks = n, "dense blocks converted to cold files")
+                        }
+                        Err(e) => {
+                            tracing::warn!(table = %table.name, error = %e, "dense cold conversion failed")
+                        }
                     }
                 }
                 continue;
