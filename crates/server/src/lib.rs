@@ -7,6 +7,7 @@
 //! (SIGTERM or Ctrl-C) stops accepting requests, drains the ingest queue, flushes memtables
 //! and closes the engine.
 
+pub mod auth;
 pub mod body;
 pub mod config;
 pub mod csv_import;
