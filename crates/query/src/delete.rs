@@ -141,7 +141,7 @@ pub fn exec(
     )?))
 }
 
-fn count_schema() -> SchemaRef {
+pub(crate) fn count_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![Field::new(
         "count",
         DataType::UInt64,
@@ -170,15 +170,35 @@ fn tag_predicate(
         .cloned()
         .reduce(Expr::and)
         .expect("at least one filter");
-    let unqualified = all
-        .transform(|e| {
-            Ok(match e {
-                Expr::Column(c) => Transformed::yes(Expr::Column(Column::new_unqualified(c.name))),
-                e => Transformed::no(e),
-            })
-        })?
-        .data;
-    state.create_physical_expr(unqualified, &df_schema)
+    state.create_physical_expr(unqualified(all)?, &df_schema)
+}
+
+/// `e` with every column reference stripped of its table qualifier (filters of a DML
+/// statement name the table; the batches they are evaluated on do not).
+pub(crate) fn unqualified(e: Expr) -> DfResult<Expr> {
+    Ok(e.transform(|e| {
+        Ok(match e {
+            Expr::Column(c) => Transformed::yes(Expr::Column(Column::new_unqualified(c.name))),
+            e => Transformed::no(e),
+        })
+    })?
+    .data)
+}
+
+/// Runs a DML statement's storage work (`run`, which blocks on I/O: on a multi-threaded
+/// runtime the worker is told so) and answers its one-row `count` batch.
+pub(crate) fn count_batch<E: std::error::Error + Send + Sync + 'static>(
+    run: impl FnOnce() -> Result<u64, E>,
+) -> DfResult<RecordBatch> {
+    let n = match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(run)
+        }
+        _ => run(),
+    }
+    .map_err(|e| DataFusionError::External(Box::new(e)))?;
+    let count: ArrayRef = Arc::new(UInt64Array::from(vec![n]));
+    Ok(RecordBatch::try_new(count_schema(), vec![count])?)
 }
 
 #[derive(Clone)]
@@ -259,18 +279,8 @@ impl LazyBatchGenerator for DeleteRun {
                 .as_ref()
                 .map(|_| &choose as tempora_storage::SeriesFilter),
         };
-        // The delete does storage I/O (a manifest commit, reading the rows it counts): on a
-        // multi-threaded runtime, tell it this worker blocks.
-        let run = || self.engine.delete(&self.table, &req);
-        let n = match tokio::runtime::Handle::try_current() {
-            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(run)
-            }
-            _ => run(),
-        }
-        .map_err(|e| DataFusionError::External(Box::new(e)))?;
-        let count: ArrayRef = Arc::new(UInt64Array::from(vec![n]));
-        Ok(Some(RecordBatch::try_new(count_schema(), vec![count])?))
+        // The delete does storage I/O (a manifest commit, reading the rows it counts).
+        count_batch(|| self.engine.delete(&self.table, &req)).map(Some)
     }
 
     fn reset_state(&self) -> Arc<RwLock<dyn LazyBatchGenerator>> {

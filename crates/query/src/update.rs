@@ -12,11 +12,10 @@
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, AsArray, RecordBatch, UInt64Array};
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::array::{ArrayRef, AsArray, RecordBatch};
+use arrow::datatypes::SchemaRef;
 use datafusion::catalog::Session;
-use datafusion::common::tree_node::{Transformed, TreeNode};
-use datafusion::common::{Column, DFSchema};
+use datafusion::common::DFSchema;
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::logical_expr::{Expr, ExprSchemable};
 use datafusion::physical_expr::PhysicalExpr;
@@ -26,6 +25,7 @@ use parking_lot::RwLock;
 use tempora_model::TIME_COLUMN;
 use tempora_storage::Engine;
 
+use crate::delete::{count_batch, count_schema, unqualified};
 use crate::pushdown::request;
 
 /// What an UPDATE runs: the table, its read, the row filter and the new value of each
@@ -41,16 +41,6 @@ struct UpdateRun {
     /// (column position in `schema`, its new value).
     assign: Vec<(usize, Arc<dyn PhysicalExpr>)>,
     done: bool,
-}
-
-fn unqualified(e: Expr) -> DfResult<Expr> {
-    Ok(e.transform(|e| {
-        Ok(match e {
-            Expr::Column(c) => Transformed::yes(Expr::Column(Column::new_unqualified(c.name))),
-            e => Transformed::no(e),
-        })
-    })?
-    .data)
 }
 
 /// The plan that runs an UPDATE when executed (not when planned, so `EXPLAIN` is harmless).
@@ -112,14 +102,6 @@ pub fn exec(
         count_schema(),
         vec![Arc::new(RwLock::new(run))],
     )?))
-}
-
-fn count_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![Field::new(
-        "count",
-        DataType::UInt64,
-        false,
-    )]))
 }
 
 impl std::fmt::Debug for UpdateRun {
@@ -184,16 +166,7 @@ impl LazyBatchGenerator for UpdateRun {
         if std::mem::replace(&mut self.done, true) {
             return Ok(None);
         }
-        let run = || self.run();
-        let n = match tokio::runtime::Handle::try_current() {
-            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(run)
-            }
-            _ => run(),
-        }
-        .map_err(|e| DataFusionError::External(Box::new(e)))?;
-        let count: ArrayRef = Arc::new(UInt64Array::from(vec![n]));
-        Ok(Some(RecordBatch::try_new(count_schema(), vec![count])?))
+        count_batch(|| self.run()).map(Some)
     }
 
     fn reset_state(&self) -> Arc<RwLock<dyn LazyBatchGenerator>> {

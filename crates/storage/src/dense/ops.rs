@@ -23,25 +23,22 @@ use crate::error::Result;
 #[derive(Default)]
 pub struct Dirty {
     files: HashMap<PathBuf, Arc<BlockFile>>,
-    /// Slot bytes written since the last sync.
-    pub bytes: usize,
 }
 
 impl Dirty {
-    pub fn is_empty(&self) -> bool {
-        self.files.is_empty()
-    }
-
     /// Files listed (each holds a descriptor until the sync).
     pub fn len(&self) -> usize {
         self.files.len()
     }
 
-    fn note(&mut self, f: &Arc<BlockFile>, bytes: usize) {
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    fn note(&mut self, f: &Arc<BlockFile>) {
         self.files
             .entry(f.path().to_path_buf())
             .or_insert_with(|| f.clone());
-        self.bytes += bytes;
     }
 
     /// Makes every write noted durable.
@@ -83,7 +80,7 @@ impl DenseTable {
             }
             let file = self.file(&s, b, true)?.expect("created");
             file.write_encoded(first, &p.slots[i * len..j * len])?;
-            dirty.note(&file, (j - i) * len);
+            dirty.note(&file);
             i = j;
         }
         Ok(())
@@ -117,7 +114,7 @@ impl DenseTable {
                 self.remove_block(&s, b)?;
             } else {
                 file.punch(lo..hi)?;
-                dirty.note(&file, 0);
+                dirty.note(&file);
             }
         }
         Ok(removed)

@@ -461,15 +461,6 @@ impl DenseTable {
         Ok(n)
     }
 
-    /// Every block start of any series, oldest first.
-    pub fn all_blocks(&self, series: &[Arc<DenseSeries>]) -> Vec<i64> {
-        let mut out = BTreeSet::new();
-        for s in series {
-            out.extend(s.blocks());
-        }
-        out.into_iter().collect()
-    }
-
     /// Removes the table's whole directory (after the table was dropped).
     pub fn remove_all(&self) -> Result<()> {
         self.shared.open.lock().map.clear();

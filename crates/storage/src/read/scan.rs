@@ -416,17 +416,35 @@ pub(crate) fn plan(reader: &Reader, table: &Table, req: &ScanRequest) -> Result<
         stats.regions_kept += 1;
         regions.push(RegionScan { region, ids, snap });
     }
-    Ok(ScanPlan {
-        reader: reader.clone(),
-        table: table.name.clone(),
-        tags: output_tags(table, req.tags.as_ref())?,
-        fields,
-        time: req.time,
-        field_bounds: req.field_bounds.clone(),
-        regions,
-        dense: Vec::new(),
-        stats,
-    })
+    ScanPlan::new(reader, table, req, fields, (regions, Vec::new()), stats)
+}
+
+impl ScanPlan {
+    /// A plan of `parts`: the regions to read, or a dense table's blocks.
+    fn new(
+        reader: &Reader,
+        table: &Table,
+        req: &ScanRequest,
+        fields: Vec<(String, FieldType)>,
+        (regions, dense): (Vec<RegionScan>, Vec<crate::dense::scan::DensePart>),
+        stats: ScanStats,
+    ) -> Result<ScanPlan> {
+        debug_assert!(
+            regions.is_empty() || dense.is_empty(),
+            "one layout per table"
+        );
+        Ok(ScanPlan {
+            reader: reader.clone(),
+            table: table.name.clone(),
+            tags: output_tags(table, req.tags.as_ref())?,
+            fields,
+            time: req.time,
+            field_bounds: req.field_bounds.clone(),
+            regions,
+            dense,
+            stats,
+        })
+    }
 }
 
 /// A dense table's scan: one part per block of the selected series that overlaps the time
@@ -476,17 +494,7 @@ fn plan_dense(
             block,
         })
         .collect();
-    Ok(ScanPlan {
-        reader: reader.clone(),
-        table: table.name.clone(),
-        tags: output_tags(table, req.tags.as_ref())?,
-        fields,
-        time: req.time,
-        field_bounds: req.field_bounds.clone(),
-        regions: Vec::new(),
-        dense,
-        stats,
-    })
+    ScanPlan::new(reader, table, req, fields, (Vec::new(), dense), stats)
 }
 
 /// The tag columns a scan outputs: `want` (each checked), or every tag of the table.
