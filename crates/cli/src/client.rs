@@ -23,6 +23,22 @@ pub struct SqlArgs {
     file: Option<PathBuf>,
     #[arg(long, default_value = "table", value_parser = ["table", "csv", "json"])]
     format: String,
+    /// The token to present (or the TEMPORA_TOKEN environment variable).
+    #[arg(long, env = "TEMPORA_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+}
+
+/// A POST to `url` carrying `token` when one is given.
+fn post(
+    agent: &ureq::Agent,
+    url: &str,
+    token: Option<&str>,
+) -> ureq::RequestBuilder<ureq::typestate::WithBody> {
+    let r = agent.post(url);
+    match token {
+        Some(t) => r.header("Authorization", &format!("Token {t}")),
+        None => r,
+    }
 }
 
 fn agent() -> ureq::Agent {
@@ -40,7 +56,7 @@ fn run_one(agent: &ureq::Agent, args: &SqlArgs, sql: &str, timing: bool) -> Res<
         "http://{}/api/v1/sql?db={}&format={wire}",
         args.host, args.db
     );
-    let mut resp = agent.post(&url).send(sql.as_bytes())?;
+    let mut resp = post(agent, &url, args.token.as_deref()).send(sql.as_bytes())?;
     let status = resp.status();
     let body = resp.body_mut().read_to_string()?;
     if !status.is_success() {
@@ -249,6 +265,9 @@ pub struct ImportArgs {
     /// Rows per request.
     #[arg(long, default_value_t = 10_000)]
     batch: usize,
+    /// The token to present (or the TEMPORA_TOKEN environment variable).
+    #[arg(long, env = "TEMPORA_TOKEN", hide_env_values = true)]
+    token: Option<String>,
 }
 
 pub fn import(args: ImportArgs) -> Res<()> {
@@ -280,7 +299,7 @@ pub fn import(args: ImportArgs) -> Res<()> {
         if body.is_empty() {
             return Ok(());
         }
-        let mut resp = agent.post(&url).send(body.as_bytes())?;
+        let mut resp = post(&agent, &url, args.token.as_deref()).send(body.as_bytes())?;
         let status = resp.status().as_u16();
         let text = resp.body_mut().read_to_string()?;
         if status == 400 {

@@ -3,6 +3,7 @@
 
 mod bench;
 mod client;
+mod token;
 
 /// mimalloc keeps freed pages for reuse: a query's column buffers (megabytes, allocated and
 /// freed per query) would otherwise be unmapped by glibc and faulted in again on the next
@@ -33,6 +34,12 @@ struct ServerFlags {
     http_addr: Option<String>,
     #[arg(long)]
     pg_addr: Option<String>,
+    /// Require a token on every request and connection (`auth = true`).
+    #[arg(long)]
+    auth: bool,
+    /// Serve beyond loopback without authentication (the operator's explicit choice).
+    #[arg(long)]
+    insecure: bool,
 }
 
 impl ServerFlags {
@@ -46,6 +53,11 @@ impl ServerFlags {
         }
         if let Some(a) = &self.pg_addr {
             flags.push(("pg_addr".to_string(), a.clone()));
+        }
+        for (on, key) in [(self.auth, "auth"), (self.insecure, "insecure")] {
+            if on {
+                flags.push((key.to_string(), "true".to_string()));
+            }
         }
         Ok(Config::load(
             self.config.as_deref(),
@@ -68,6 +80,11 @@ enum Cmd {
     Sql(client::SqlArgs),
     /// Imports a CSV file.
     Import(client::ImportArgs),
+    /// Tokens: create, list, revoke (in the data directory; the server need not run).
+    Token {
+        #[command(subcommand)]
+        what: token::TokenCmd,
+    },
     /// Benchmark tools: data generator and HTTP loader.
     Bench {
         #[command(subcommand)]
@@ -91,6 +108,7 @@ fn main() {
         Cmd::Sql(args) => client::sql(args),
         Cmd::Import(args) => client::import(args),
         Cmd::Bench { what } => bench::run(what),
+        Cmd::Token { what } => token::run(what),
     };
     if let Err(e) = result {
         eprintln!("error: {e}");

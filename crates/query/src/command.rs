@@ -39,6 +39,7 @@ pub async fn run(
         // Boxed: training reads its rows through the service, which runs commands.
         Command::Model(m) => Box::pin(crate::models::run::run(q, db, opts, m, now_ns)).await,
         Command::Set(s) => opts.apply(s),
+        Command::Token(t) => token(q, t).await.map(drop),
         Command::CreateDatabase(c) => {
             let settings = StorageSettings::from_options(&c.options)?;
             crate::validate_database(&c.name)?;
@@ -111,6 +112,26 @@ pub async fn run(
             Ok(())
         }
     }
+}
+
+/// Runs a token statement through the service's token catalog: `CREATE TOKEN` answers its
+/// name and secret (shown this once), `SHOW TOKENS` the stored tokens, `DROP TOKEN` nothing.
+pub async fn token(
+    q: &QueryService,
+    t: &crate::sql::TokenStatement,
+) -> Result<Option<arrow::array::RecordBatch>> {
+    use crate::sql::TokenStatement as T;
+    let admin = q.tokens.clone().ok_or_else(crate::access::no_catalog)?;
+    let t = t.clone();
+    blocking(move || match t {
+        T::Create(spec) => {
+            let secret = admin.create(&spec)?;
+            crate::access::created_row(&spec.name, &secret).map(Some)
+        }
+        T::Drop { name, if_exists } => admin.revoke(&name, if_exists).map(|()| None),
+        T::Show => crate::access::list_rows(&admin.list()?).map(Some),
+    })
+    .await
 }
 
 /// Changes a database's or a table's settings.

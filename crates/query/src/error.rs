@@ -43,6 +43,15 @@ pub enum QueryError {
     /// A model that is training or failed (HTTP 409, SQLSTATE 55000).
     #[error("{0}")]
     ModelNotReady(String),
+    /// Credentials missing, wrong or revoked (HTTP 401, SQLSTATE 28P01). The message never
+    /// says whether a name exists.
+    #[error("{0}")]
+    Unauthenticated(String),
+    /// The credentials lack a permission (HTTP 403, SQLSTATE 42501); the message names it.
+    #[error("{0}")]
+    Denied(String),
+    #[error("token {0:?} already exists")]
+    DuplicateToken(String),
 }
 
 /// A query error an operator or function handed DataFusion (as `External`).
@@ -106,6 +115,9 @@ impl QueryError {
             Self::TooManyRows(_) => 400,
             Self::ModelNotFound(_) => 404,
             Self::DuplicateModel(_) | Self::ModelNotReady(_) => 409,
+            Self::Unauthenticated(_) => 401,
+            Self::Denied(_) => 403,
+            Self::DuplicateToken(_) => 409,
         }
     }
 
@@ -142,6 +154,9 @@ impl QueryError {
             Self::ModelNotFound(_) => "42704",
             Self::DuplicateModel(_) => "42710",
             Self::ModelNotReady(_) => "55000",
+            Self::Unauthenticated(_) => "28P01",
+            Self::Denied(_) => "42501",
+            Self::DuplicateToken(_) => "42710",
         }
     }
 }

@@ -26,6 +26,7 @@
 //! - Engine calls (which block) run on the blocking pool, never on the async runtime.
 //! - Every query runs under the configured memory pool limit; [`QueryLimits`] names them.
 
+pub mod access;
 pub mod cache;
 pub mod catalog;
 pub mod command;

@@ -185,6 +185,8 @@ pub struct QueryService {
     hook: Option<ContextHook>,
     /// Every database's models (`CREATE MODEL`).
     pub models: Arc<crate::models::Models>,
+    /// The token catalog (`CREATE TOKEN`); `None` refuses token statements.
+    pub tokens: Option<Arc<dyn crate::access::TokenAdmin>>,
 }
 
 impl QueryService {
@@ -205,7 +207,14 @@ impl QueryService {
             contexts: RwLock::new(HashMap::new()),
             cache,
             hook: None,
+            tokens: None,
         })
+    }
+
+    /// Sets the token catalog `CREATE TOKEN`, `DROP TOKEN` and `SHOW TOKENS` use.
+    pub fn with_token_admin(mut self, tokens: Arc<dyn crate::access::TokenAdmin>) -> Self {
+        self.tokens = Some(tokens);
+        self
     }
 
     /// Sets a function run on every new session.
@@ -479,6 +488,25 @@ impl QueryService {
                     rows,
                 })
             }
+            PreparedKind::Command(crate::plan::Command::Token(t)) => {
+                match crate::command::token(self, t).await? {
+                    Some(batch) => {
+                        let schema = batch.schema();
+                        let stream =
+                            datafusion::physical_plan::stream::RecordBatchStreamAdapter::new(
+                                schema.clone(),
+                                futures::stream::iter([Ok(batch)]),
+                            );
+                        Ok(Output::Rows {
+                            schema,
+                            stream: Box::pin(stream),
+                        })
+                    }
+                    None => Ok(Output::Done {
+                        tag: p.statement.tag(),
+                    }),
+                }
+            }
             PreparedKind::Command(c) => {
                 crate::command::run(self, db, opts, c, now_ns).await?;
                 Ok(Output::Done {
@@ -560,6 +588,7 @@ impl QueryService {
         now_ns: i64,
         opts: &mut QueryOptions,
         params: Vec<ScalarValue>,
+        auth: &dyn crate::access::Authorize,
     ) -> Result<QueryOutput> {
         let recalled = params
             .is_empty()
@@ -579,6 +608,10 @@ impl QueryService {
             schema: Arc::new(Schema::empty()),
             batches: Vec::new(),
         };
+        // Every statement is checked before any runs: a text is refused whole.
+        for stmt in stmts {
+            auth.statement(stmt, db)?;
+        }
         for stmt in stmts {
             let timeout = self.timeout_for(opts);
             let max_rows = opts.max_rows;
@@ -619,7 +652,15 @@ impl QueryService {
         opts: &QueryOptions,
     ) -> Result<QueryOutput> {
         let mut opts = *opts;
-        self.run(db, sql, now_ns, &mut opts, Vec::new()).await
+        self.run(
+            db,
+            sql,
+            now_ns,
+            &mut opts,
+            Vec::new(),
+            &crate::access::Unrestricted,
+        )
+        .await
     }
 }
 
@@ -702,6 +743,7 @@ mod tests {
                 0,
                 &mut opts,
                 vec![ScalarValue::Int16(Some(2))],
+                &crate::access::Unrestricted,
             )
             .await
             .unwrap();

@@ -95,14 +95,41 @@ async fn operators_give_the_plain_plans_rows() {
     for n in 0..cases {
         let c = case(&mut rng);
         let (mut o1, mut o2) = (QueryOptions::default(), QueryOptions::default());
-        let on = q.run("db", &c.sql, 0, &mut o1, c.params.clone()).await;
-        let off = plain.run("db", &c.sql, 0, &mut o2, c.params.clone()).await;
+        let on = q
+            .run(
+                "db",
+                &c.sql,
+                0,
+                &mut o1,
+                c.params.clone(),
+                &tempora_query::access::Unrestricted,
+            )
+            .await;
+        let off = plain
+            .run(
+                "db",
+                &c.sql,
+                0,
+                &mut o2,
+                c.params.clone(),
+                &tempora_query::access::Unrestricted,
+            )
+            .await;
         let ctx = || format!("case {n}: {}  params {:?}", c.sql, c.params);
         if c.params.is_empty() {
             // The same text again: the second run keeps it in the plan cache, the third runs
             // from what was kept (its physical plan run again, when kept).
             for run in ["second", "third"] {
-                let again = q.run("db", &c.sql, 0, &mut o1, Vec::new()).await;
+                let again = q
+                    .run(
+                        "db",
+                        &c.sql,
+                        0,
+                        &mut o1,
+                        Vec::new(),
+                        &tempora_query::access::Unrestricted,
+                    )
+                    .await;
                 assert_eq!(
                     outcome(&on),
                     outcome(&again),

@@ -65,7 +65,17 @@ async fn a_split_fold_over_its_memory_reports_the_limit() {
         memory_bytes: Some(4096),
         ..QueryOptions::default()
     };
-    let Err(err) = split.run("db", SQL, 0, &mut opts, Vec::new()).await else {
+    let Err(err) = split
+        .run(
+            "db",
+            SQL,
+            0,
+            &mut opts,
+            Vec::new(),
+            &tempora_query::access::Unrestricted,
+        )
+        .await
+    else {
         panic!("4 KiB is too little for this aggregate");
     };
     let text = err.to_string();

@@ -187,7 +187,14 @@ async fn texts_of_the_current_time_parameters_or_two_statements_are_not_kept() {
     let with_param = "SELECT max(v) FROM cpu WHERE n < $1";
     for _ in 0..3 {
         let out = q
-            .run("db", with_param, 0, &mut opts, vec![2i64.into()])
+            .run(
+                "db",
+                with_param,
+                0,
+                &mut opts,
+                vec![2i64.into()],
+                &tempora_query::access::Unrestricted,
+            )
             .await
             .unwrap();
         assert_eq!(out.batches[0].num_rows(), 1);

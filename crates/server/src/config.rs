@@ -88,6 +88,15 @@ pub struct Config {
     pub model_memory_bytes: usize,
     /// `text` or `json` logs.
     pub log_format: String,
+    /// Every request and connection must present a token (issue 26). Always on when a port
+    /// binds to an address other than loopback, unless `insecure`.
+    pub auth: bool,
+    /// Allows a non-loopback bind without authentication (the operator's explicit choice).
+    pub insecure: bool,
+    /// TLS certificate chain (PEM) for both ports; with `tls_key`, TLS is on.
+    pub tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM).
+    pub tls_key: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -126,7 +135,20 @@ impl Default for Config {
             query_parallel_min_values: tempora_query::exec::aggregate::PARALLEL_MIN_VALUES,
             model_memory_bytes: 1 << 30,
             log_format: "text".into(),
+            auth: false,
+            insecure: false,
+            tls_cert: None,
+            tls_key: None,
         }
+    }
+}
+
+/// A boolean setting's text.
+fn flag(v: &str) -> Option<bool> {
+    match v {
+        "true" | "on" | "1" => Some(true),
+        "false" | "off" | "0" => Some(false),
+        _ => None,
     }
 }
 
@@ -271,13 +293,16 @@ impl Config {
             "query_parallel_min_values" => self.query_parallel_min_values = num(value)? as u64,
             "model_memory_bytes" => self.model_memory_bytes = size(value)?,
             "query_operators" | "query_fast_path" => {
-                self.query_operators = match value {
-                    "true" | "on" | "1" => true,
-                    "false" | "off" | "0" => false,
-                    _ => return Err(invalid("expected true or false")),
-                }
+                self.query_operators =
+                    flag(value).ok_or_else(|| invalid("expected true or false"))?
             }
             "log_format" => self.log_format = value.into(),
+            "auth" => self.auth = flag(value).ok_or_else(|| invalid("expected true or false"))?,
+            "insecure" => {
+                self.insecure = flag(value).ok_or_else(|| invalid("expected true or false"))?
+            }
+            "tls_cert" => self.tls_cert = (!value.is_empty()).then(|| value.into()),
+            "tls_key" => self.tls_key = (!value.is_empty()).then(|| value.into()),
             _ => {
                 return Err(ConfigError::Unknown {
                     source_name: source_name.into(),
@@ -341,6 +366,18 @@ impl Config {
                 &e.to_string(),
             )
         })?;
+        if self.tls_cert.is_some() != self.tls_key.is_some() {
+            let (k, v) = match &self.tls_cert {
+                Some(c) => ("tls_cert", c.display().to_string()),
+                None => (
+                    "tls_key",
+                    self.tls_key
+                        .as_ref()
+                        .map_or(String::new(), |k| k.display().to_string()),
+                ),
+            };
+            return Err(bad(k, v, "TLS needs both tls_cert and tls_key"));
+        }
         Ok(())
     }
 

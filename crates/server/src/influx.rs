@@ -181,6 +181,7 @@ pub async fn ingest_lines(
 /// `/query?q=`: `SHOW DATABASES`, `CREATE DATABASE x`, `DROP DATABASE x`, in InfluxDB's JSON.
 pub async fn query(
     State(s): State<Arc<AppState>>,
+    axum::Extension(who): axum::Extension<crate::auth::Principal>,
     Query(p): Params,
     headers: HeaderMap,
     body: Body,
@@ -194,7 +195,7 @@ pub async fn query(
             form.get("q").cloned().unwrap_or_default()
         }
     };
-    match influxql(&s, &q) {
+    match influxql(&s, &who, &q) {
         Ok(results) => axum::Json(json!({ "results": results })).into_response(),
         Err(e) => (e.status(), axum::Json(json!({ "error": e.to_string() }))).into_response(),
     }
@@ -232,7 +233,11 @@ fn percent_decode(s: &str) -> String {
 }
 
 /// Runs the InfluxQL statements a client sends at start; one result per statement.
-fn influxql(s: &AppState, q: &str) -> Result<Vec<serde_json::Value>, ServerError> {
+fn influxql(
+    s: &AppState,
+    who: &crate::auth::Principal,
+    q: &str,
+) -> Result<Vec<serde_json::Value>, ServerError> {
     let inner = s.ready()?;
     let mut results = Vec::new();
     for (id, stmt) in q
@@ -244,6 +249,13 @@ fn influxql(s: &AppState, q: &str) -> Result<Vec<serde_json::Value>, ServerError
         let words: Vec<&str> = stmt.split_whitespace().collect();
         let upper: Vec<String> = words.iter().map(|w| w.to_ascii_uppercase()).collect();
         let name = |i: usize| words.get(i).map(|w| w.trim_matches('"').to_string());
+        // SHOW DATABASES reads; everything else here (databases, retention policies) is DDL.
+        let perm = match upper.first().map(String::as_str) {
+            Some("SHOW") => crate::auth::Permission::Read,
+            _ => crate::auth::Permission::Admin,
+        };
+        s.access
+            .require(who, perm, &tempora_query::sql::scope::Scope::None)?;
         if let Some(rp) = crate::retention::parse(&words) {
             let r = rp
                 .map_err(ServerError::BadRequest)

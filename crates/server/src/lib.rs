@@ -59,6 +59,18 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/v1/import", post(import::import))
         .route("/health", get(ops::health))
         .route("/metrics", get(ops::metrics))
+        .route(
+            "/api/v1/tokens",
+            get(auth::admin_http::list).post(auth::admin_http::create),
+        )
+        .route(
+            "/api/v1/tokens/{name}",
+            axum::routing::delete(auth::admin_http::revoke),
+        )
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::http::check,
+        ))
         .with_state(state)
 }
 
@@ -92,8 +104,37 @@ fn engine_options(c: &Config) -> Result<EngineOptions, ServerError> {
     Ok(o)
 }
 
+/// Opens the token catalog and decides whether authentication is on (refusing a start
+/// that would expose the ports without a way to administer them).
+pub fn open_access(c: &Config) -> Result<Arc<auth::Access>, ServerError> {
+    let store = Arc::new(
+        auth::store::TokenStore::open(&c.data_dir)
+            .map_err(|e| ServerError::Internal(e.to_string()))?,
+    );
+    let enabled = auth::mode::decide(auth::mode::Inputs {
+        auth: c.auth,
+        insecure: c.insecure,
+        addrs: [&c.http_addr, &c.pg_addr],
+        has_admin_token: store.has_admin(),
+        has_operator_password: c.pg_password.is_some(),
+    })
+    .map_err(ServerError::Internal)?;
+    if !enabled
+        && [&c.http_addr, &c.pg_addr]
+            .iter()
+            .any(|a| auth::mode::beyond_loopback(a))
+    {
+        tracing::warn!("--insecure: serving beyond loopback WITHOUT authentication");
+    }
+    Ok(Arc::new(auth::Access::new(
+        enabled,
+        store,
+        c.pg_password.as_deref(),
+    )))
+}
+
 /// Opens the engine and starts everything behind it (blocking: runs WAL replay).
-fn open(c: &Config) -> Result<Inner, ServerError> {
+fn open(c: &Config, access: Arc<auth::Access>) -> Result<Inner, ServerError> {
     std::fs::create_dir_all(&c.data_dir).map_err(|e| {
         ServerError::Internal(format!("data directory {}: {e}", c.data_dir.display()))
     })?;
@@ -122,14 +163,16 @@ fn open(c: &Config) -> Result<Inner, ServerError> {
         model_memory_bytes: c.model_memory_bytes,
         ..QueryLimits::default()
     };
-    let query = QueryService::new(dbs, limits)?.with_context_hook(|ctx, db| {
-        use datafusion_postgres::datafusion_pg_catalog::pg_catalog::{
-            context::EmptyContextProvider, setup_pg_catalog,
-        };
-        if let Err(e) = setup_pg_catalog(ctx, db, EmptyContextProvider) {
-            tracing::warn!(db, error = %e, "pg_catalog could not be set up");
-        }
-    });
+    let query = QueryService::new(dbs, limits)?
+        .with_token_admin(access)
+        .with_context_hook(|ctx, db| {
+            use datafusion_postgres::datafusion_pg_catalog::pg_catalog::{
+                context::EmptyContextProvider, setup_pg_catalog,
+            };
+            if let Err(e) = setup_pg_catalog(ctx, db, EmptyContextProvider) {
+                tracing::warn!(db, error = %e, "pg_catalog could not be set up");
+            }
+        });
     Ok(Inner {
         engine,
         gate,
@@ -151,10 +194,12 @@ pub async fn run(
                 .map_err(|e| ServerError::Internal(format!("cannot listen on {addr}: {e}")))
         }
     };
+    let access = open_access(&config)?;
     let http = bind(&config.http_addr).await?;
     let pg = bind(&config.pg_addr).await?;
     let config = Arc::new(config);
     let state = Arc::new(AppState {
+        access: access.clone(),
         config: config.clone(),
         inner: Default::default(),
         metrics: Default::default(),
@@ -169,23 +214,32 @@ pub async fn run(
             .into_future(),
     );
     tracing::info!(http = %config.http_addr, pg = %config.pg_addr, data_dir = %config.data_dir.display(), "listening; opening the engine");
-    let c2 = config.clone();
+    let (c2, a2) = (config.clone(), access.clone());
     let inner = Arc::new(
-        tokio::task::spawn_blocking(move || open(&c2))
+        tokio::task::spawn_blocking(move || open(&c2, a2))
             .await
             .map_err(|e| ServerError::Internal(e.to_string()))??,
     );
     let _ = state.inner.set(inner.clone());
-    let credentials = config
+    let operator = config
         .pg_password
         .as_deref()
-        .map(|p| Arc::new(pg_startup::Credentials::new(&config.pg_user, p)));
+        .map(|p| (config.pg_user.as_str(), p));
+    // With authentication on, tokens log in; otherwise only the operator's password, if set.
+    let credentials = (access.enabled || operator.is_some()).then(|| {
+        Arc::new(pg_startup::Credentials::new(
+            operator,
+            access.enabled.then(|| access.store.clone()),
+        ))
+    });
     let handlers = Arc::new(pg::Handlers {
         dispatch: pg::PgDispatch::new(
             inner.query.clone(),
             config.default_database.clone(),
             state.metrics.pg_query_latency.clone(),
             state.metrics.queries.clone(),
+            access.clone(),
+            operator.map(|(u, _)| u.to_string()),
         ),
         credentials,
     });

@@ -50,6 +50,10 @@ pub struct PgDispatch {
     latency: Arc<Histogram>,
     gauges: Arc<QueryGauges>,
     pub cancels: Arc<CancelRegistry>,
+    /// Who may run what (issue 26).
+    access: Arc<crate::auth::Access>,
+    /// `pg_user` when `pg_password` is set: that login is the operator (admin).
+    operator: Option<String>,
 }
 
 impl PgDispatch {
@@ -58,8 +62,12 @@ impl PgDispatch {
         default_db: String,
         latency: Arc<Histogram>,
         gauges: Arc<QueryGauges>,
+        access: Arc<crate::auth::Access>,
+        operator: Option<String>,
     ) -> Arc<Self> {
         Arc::new_cyclic(|me: &std::sync::Weak<PgDispatch>| Self {
+            access,
+            operator,
             query,
             default_db,
             latency,
@@ -82,6 +90,34 @@ impl PgDispatch {
             .get("database")
             .cloned()
             .unwrap_or_else(|| self.default_db.clone())
+    }
+
+    /// Who `client` logged in as: with authentication on, the operator or the token of its
+    /// user name (the login checked the password).
+    fn principal<C: ClientInfo + ?Sized>(&self, client: &C) -> crate::auth::Principal {
+        use crate::auth::Principal;
+        if !self.access.enabled {
+            return Principal::Everyone;
+        }
+        let user = client.metadata().get("user").cloned().unwrap_or_default();
+        match self.operator.as_deref() == Some(user.as_str()) {
+            true => Principal::Operator,
+            false => Principal::Token(user),
+        }
+    }
+
+    /// Refuses `stmt` unless `client` may run it in `db`.
+    fn authorize<C: ClientInfo + ?Sized>(
+        &self,
+        client: &C,
+        stmt: &Statement,
+        db: &str,
+    ) -> PgWireResult<()> {
+        use tempora_query::access::Authorize;
+        self.access
+            .statements(self.principal(client))
+            .statement(stmt, db)
+            .map_err(user_error)
     }
 
     fn context(&self, db: &str) -> PgWireResult<Arc<SessionContext>> {
@@ -124,6 +160,7 @@ impl PgDispatch {
         C: ClientInfo + ?Sized,
     {
         let db = self.database(client);
+        self.authorize(client, stmt, &db)?;
         let mut opts = pg_limits::options(client);
         let guard = self.guard(client, &opts);
         let work = async {
@@ -243,6 +280,7 @@ impl QueryParser for DispatchParser {
         let db = d.database(client);
         let opts = pg_limits::options(client);
         if let Some(p) = d.query.recall(&db, &opts, sql) {
+            d.authorize(client, &p.statement, &db)?;
             let ast = ast_of(&p.statement);
             let plan = PreparedNode::plan(p).map_err(|e| PgWireError::ApiError(Box::new(e)))?;
             return Ok(Some((sql.to_string(), Some((ast, plan)))));
@@ -257,6 +295,7 @@ impl QueryParser for DispatchParser {
                 )));
             }
         };
+        d.authorize(client, &stmt, &db)?;
         if let Statement::Session(s) = &stmt {
             let ctx = d.context(&db)?;
             for hook in &d.hooks {
@@ -343,6 +382,11 @@ impl SimpleQueryHandler for PgDispatch {
         let text = (stmts.len() == 1).then_some(query);
         if stmts.is_empty() {
             return Ok(vec![Response::EmptyQuery]);
+        }
+        // A text is refused whole when any of its statements is.
+        let db = self.database(client);
+        for stmt in &stmts {
+            self.authorize(client, stmt, &db)?;
         }
         let mut out = Vec::with_capacity(stmts.len());
         for stmt in &stmts {

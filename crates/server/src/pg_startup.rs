@@ -112,23 +112,39 @@ impl StartupHandler for StartupKind {
     }
 }
 
-/// The one login the server accepts when a password is set: SCRAM-SHA-256 against a salted
-/// password computed once at start (the plain password is not kept).
-#[derive(Debug)]
+/// The logins the server accepts: the operator's (`pg_user` with `pg_password`) and, with
+/// authentication on, every token (the user is the token's name, the password the token),
+/// by SCRAM-SHA-256 against salted passwords (no plain password is kept).
 pub struct Credentials {
-    user: String,
-    salt: Vec<u8>,
-    salted: Vec<u8>,
+    operator: Option<(String, Vec<u8>, Vec<u8>)>,
+    tokens: Option<Arc<crate::auth::store::TokenStore>>,
     /// A salted random password answered for unknown users, so that they fail at the same
     /// (last) step as a wrong password and a client cannot tell the two apart.
     decoy_salt: Vec<u8>,
     decoy: Vec<u8>,
 }
 
+impl Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("operator", &self.operator.as_ref().map(|o| &o.0))
+            .field("tokens", &self.tokens.is_some())
+            .finish()
+    }
+}
+
 impl Credentials {
-    pub fn new(user: &str, password: &str) -> Self {
-        let salt = scram::random_nonce().into_bytes();
-        let salted = scram::gen_salted_password(password, &salt, scram::SCRAM_ITERATIONS);
+    /// `operator`: `(pg_user, pg_password)`; `tokens`: the token catalog when
+    /// authentication is on.
+    pub fn new(
+        operator: Option<(&str, &str)>,
+        tokens: Option<Arc<crate::auth::store::TokenStore>>,
+    ) -> Self {
+        let operator = operator.map(|(user, password)| {
+            let salt = scram::random_nonce().into_bytes();
+            let salted = scram::gen_salted_password(password, &salt, scram::SCRAM_ITERATIONS);
+            (user.to_string(), salt, salted)
+        });
         let decoy_salt = scram::random_nonce().into_bytes();
         let decoy = scram::gen_salted_password(
             &scram::random_nonce(),
@@ -136,26 +152,34 @@ impl Credentials {
             scram::SCRAM_ITERATIONS,
         );
         Self {
-            user: user.to_string(),
-            salt,
-            salted,
+            operator,
+            tokens,
             decoy_salt,
             decoy,
         }
+    }
+
+    /// Whether `user` logs in as the operator (the operator's name wins over a token's).
+    pub fn is_operator(&self, user: &str) -> bool {
+        self.operator.as_ref().is_some_and(|o| o.0 == user)
     }
 }
 
 #[async_trait]
 impl AuthSource for Credentials {
     async fn get_password(&self, login: &LoginInfo) -> PgWireResult<Password> {
+        let user = login.user().unwrap_or("");
+        if let Some((_, salt, salted)) = self.operator.as_ref().filter(|o| o.0 == user) {
+            return Ok(Password::new(Some(salt.clone()), salted.clone()));
+        }
+        if let Some((salt, salted)) = self.tokens.as_ref().and_then(|t| t.scram(user)) {
+            return Ok(Password::new(Some(salt), salted));
+        }
         // An unknown user gets the decoy: the exchange goes on and fails at its last step,
         // exactly as a wrong password does.
-        if login.user() != Some(self.user.as_str()) {
-            return Ok(Password::new(
-                Some(self.decoy_salt.clone()),
-                self.decoy.clone(),
-            ));
-        }
-        Ok(Password::new(Some(self.salt.clone()), self.salted.clone()))
+        Ok(Password::new(
+            Some(self.decoy_salt.clone()),
+            self.decoy.clone(),
+        ))
     }
 }

@@ -85,12 +85,13 @@ fn params(p: &HashMap<String, String>) -> Result<Vec<ScalarValue>, ServerError> 
 
 pub async fn sql(
     State(s): State<Arc<AppState>>,
+    axum::Extension(who): axum::Extension<crate::auth::Principal>,
     Query(p): Query<HashMap<String, String>>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
     let started = Instant::now();
-    let r = run(&s, &p, headers, body).await;
+    let r = run(&s, who, &p, headers, body).await;
     s.metrics.http_query_latency.observe(started.elapsed());
     match r {
         Ok(resp) => resp,
@@ -103,6 +104,7 @@ pub async fn sql(
 
 async fn run(
     s: &AppState,
+    who: crate::auth::Principal,
     p: &HashMap<String, String>,
     headers: HeaderMap,
     body: Body,
@@ -134,7 +136,14 @@ async fn run(
     let running = s.metrics.queries.start();
     let out = inner
         .query
-        .run(&db, &q, crate::state::now_ns(), &mut opts, params)
+        .run(
+            &db,
+            &q,
+            crate::state::now_ns(),
+            &mut opts,
+            params,
+            &s.access.statements(who),
+        )
         .await;
     running.finish();
     if let Err(tempora_query::QueryError::Timeout(_)) = &out {

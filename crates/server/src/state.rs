@@ -190,6 +190,8 @@ pub struct ServerMetrics {
 
 pub struct AppState {
     pub config: Arc<Config>,
+    /// Authentication and permissions (issue 26).
+    pub access: Arc<crate::auth::Access>,
     pub inner: OnceLock<Arc<Inner>>,
     pub metrics: ServerMetrics,
 }

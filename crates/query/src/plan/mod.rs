@@ -59,6 +59,8 @@ pub enum Command {
     Set(SetVariable),
     /// `CREATE | DROP | ALTER MODEL`.
     Model(ModelStatement),
+    /// `CREATE | DROP TOKEN`, `SHOW TOKENS` (issue 26).
+    Token(crate::sql::TokenStatement),
 }
 
 /// Plans `stmt` in database `db`, whose session state is `state`.
@@ -112,6 +114,7 @@ pub async fn plan(
             Planned::Query(models::describe(models, db, name)?)
         }
         Statement::Model(m) => Planned::Command(Command::Model(m.clone())),
+        Statement::Token(t) => Planned::Command(Command::Token(t.clone())),
         Statement::Session(s) => Planned::Session(s.clone()),
     })
 }

@@ -19,11 +19,13 @@
 //! Grafana's metadata queries do) are read by datafusion-postgres's compatibility parser
 //! instead, which knows how to make those clients' texts plannable.
 
+pub mod access;
 pub mod ddl;
 pub mod latest_on;
 pub mod model;
 pub mod normalize;
 pub mod sample_by;
+pub mod scope;
 pub mod set;
 pub mod show;
 pub mod tokens;
@@ -36,6 +38,7 @@ use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan};
 use datafusion_pg_catalog::sql::PostgresCompatibilityParser;
 
 use crate::error::{QueryError, Result};
+pub use access::{TokenSpec, TokenStatement};
 pub use ddl::{
     AlterSettings, AlterTarget, CreateDatabase, CreateTable, DropDatabase, DropTable, TableName,
 };
@@ -67,6 +70,8 @@ pub enum Statement {
     Alter(AlterSettings),
     /// `CREATE | DROP | ALTER MODEL`, `SHOW MODELS`, `DESCRIBE MODEL` (issue 24).
     Model(ModelStatement),
+    /// `CREATE | DROP TOKEN`, `SHOW TOKENS` (issue 26).
+    Token(TokenStatement),
     /// `SET` / `RESET` of a setting Tempora keeps per session.
     Set(SetVariable),
     /// A PostgreSQL session statement (`BEGIN`, `COMMIT`, `SET DateStyle`, `SHOW x`, cursors):
@@ -116,6 +121,11 @@ impl Statement {
                 ModelStatement::Refresh { .. } => "ALTER MODEL",
                 ModelStatement::Show | ModelStatement::Describe { .. } => "SELECT",
             },
+            Statement::Token(t) => match t {
+                TokenStatement::Create(_) => "CREATE TOKEN",
+                TokenStatement::Drop { .. } => "DROP TOKEN",
+                TokenStatement::Show => "SELECT",
+            },
             Statement::Set(_) => "SET",
             Statement::Session(_) => "SESSION",
         }
@@ -144,6 +154,9 @@ pub fn statement(tokens: Vec<TokenWithSpan>) -> Result<Statement> {
         ["CREATE", "MODEL", ..] => model::create(tokens).map(Statement::Model),
         ["DROP", "MODEL", ..] => model::drop(tokens).map(Statement::Model),
         ["ALTER", "MODEL", ..] => model::alter(tokens).map(Statement::Model),
+        ["CREATE", "TOKEN", ..] => access::create(tokens).map(Statement::Token),
+        ["DROP", "TOKEN", ..] => access::drop(tokens).map(Statement::Token),
+        ["SHOW", "TOKENS", ..] => access::show(tokens).map(Statement::Token),
         ["CREATE", "DATABASE", ..] => ddl::create_database(tokens).map(Statement::CreateDatabase),
         ["DROP", "DATABASE", ..] => ddl::drop_database(tokens).map(Statement::DropDatabase),
         ["CREATE", "TABLE", ..] => ddl::create_table(tokens).map(Statement::CreateTable),

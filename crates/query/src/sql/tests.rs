@@ -31,6 +31,7 @@ fn kind(s: &Statement) -> String {
         Statement::Session(_) => "session".into(),
         Statement::Model(m) => format!("model {}", Statement::Model(m.clone()).tag()),
         Statement::Plan(_) => "plan".into(),
+        Statement::Token(t) => format!("token {}", Statement::Token(t.clone()).tag()),
     }
 }
 

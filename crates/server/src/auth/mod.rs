@@ -8,11 +8,17 @@
 //! presented token is compared with stored hashes in constant time. A refusal never says
 //! whether a name exists.
 
+pub mod access;
+pub mod admin_http;
 pub mod credentials;
 pub mod grant;
+pub mod http;
+pub mod mode;
 pub mod required;
+pub mod store;
 pub mod token;
 
+pub use access::{Access, Principal};
 pub use credentials::{Credentials, from_headers};
 pub use grant::{Grant, Permission};
 pub use required::{Endpoint, for_endpoint};

@@ -15,8 +15,22 @@ pub enum Endpoint {
     Write,
     /// `/query` and `/api/v1/sql`: the statement decides.
     Statements,
-    /// `/metrics`, token administration.
+    /// Listing buckets: read.
+    Catalog,
+    /// `/metrics`, bucket changes, token administration.
     Admin,
+}
+
+/// The endpoint a request's method and path address. Paths Tempora does not serve are
+/// `Admin`: an unknown path answers 404 only to an admin, so probing tells nothing.
+pub fn endpoint_of(method: &str, path: &str) -> Endpoint {
+    match (method, path) {
+        (_, "/health" | "/ping") => Endpoint::Health,
+        (_, "/write" | "/api/v2/write" | "/api/v1/import") => Endpoint::Write,
+        (_, "/query" | "/api/v1/sql") => Endpoint::Statements,
+        ("GET", "/api/v2/buckets") => Endpoint::Catalog,
+        _ => Endpoint::Admin,
+    }
 }
 
 /// The permission an endpoint needs before its statements are looked at (`None`: open).
@@ -24,7 +38,7 @@ pub fn for_endpoint(e: Endpoint) -> Option<Permission> {
     match e {
         Endpoint::Health => None,
         Endpoint::Write => Some(Permission::Write),
-        Endpoint::Statements => Some(Permission::Read),
+        Endpoint::Statements | Endpoint::Catalog => Some(Permission::Read),
         Endpoint::Admin => Some(Permission::Admin),
     }
 }
@@ -42,7 +56,8 @@ pub fn for_statement(s: &Statement) -> Option<Permission> {
         | Statement::DropDatabase(_)
         | Statement::CreateTable(_)
         | Statement::DropTable(_)
-        | Statement::Alter(_) => Some(Admin),
+        | Statement::Alter(_)
+        | Statement::Token(_) => Some(Admin),
         Statement::Set(_) | Statement::Session(_) => None,
     }
 }
@@ -73,12 +88,35 @@ mod tests {
                 "CREATE MODEL m WITH (algorithm = 'mad') AS SELECT time, v FROM t",
                 Some(Permission::Admin),
             ),
+            (
+                "CREATE TOKEN t WITH (admin = true)",
+                Some(Permission::Admin),
+            ),
+            ("SHOW TOKENS", Some(Permission::Admin)),
+            ("DROP TOKEN t", Some(Permission::Admin)),
             ("SET statement_timeout = 1000", None),
             ("BEGIN", None),
         ];
         for (sql, want) in cases {
             let s = tempora_query::sql::parse(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
             assert_eq!(for_statement(&s[0]), want, "{sql}");
+        }
+        for (method, path, want) in [
+            ("GET", "/health", Endpoint::Health),
+            ("HEAD", "/ping", Endpoint::Health),
+            ("POST", "/write", Endpoint::Write),
+            ("POST", "/api/v2/write", Endpoint::Write),
+            ("POST", "/api/v1/import", Endpoint::Write),
+            ("GET", "/query", Endpoint::Statements),
+            ("POST", "/api/v1/sql", Endpoint::Statements),
+            ("GET", "/api/v2/buckets", Endpoint::Catalog),
+            ("POST", "/api/v2/buckets", Endpoint::Admin),
+            ("DELETE", "/api/v2/buckets/1", Endpoint::Admin),
+            ("GET", "/metrics", Endpoint::Admin),
+            ("POST", "/api/v1/tokens", Endpoint::Admin),
+            ("GET", "/nothing/here", Endpoint::Admin),
+        ] {
+            assert_eq!(endpoint_of(method, path), want, "{method} {path}");
         }
         assert_eq!(for_endpoint(Endpoint::Health), None);
         assert_eq!(for_endpoint(Endpoint::Write), Some(Permission::Write));
