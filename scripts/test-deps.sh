@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the end-to-end tests call, on a Debian machine (root): curl, psql, gzip,
-# python3 with pyarrow, duckdb, psycopg, influxdb-client, matplotlib (bench/report.py) and
+# python3 with pyarrow, duckdb, psycopg, influxdb-client, cryptography (TLS test certificates),
+# matplotlib (bench/report.py) and
 # pandas (bench/test_compression.py),
 # a JDK and pgJDBC from Maven Central (into target/test-deps/postgresql.jar). Safe to run
 # again: it skips what is there.
@@ -17,8 +18,8 @@ command -v java >/dev/null || need_apt+=(openjdk-17-jdk-headless)
 if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
 fi
-if ! python3 -c "import pyarrow, duckdb, pytz, psycopg, influxdb_client, matplotlib, pandas" 2>/dev/null; then
-  pkgs=(pyarrow duckdb pytz "psycopg[binary]" influxdb-client matplotlib pandas)
+if ! python3 -c "import pyarrow, duckdb, pytz, psycopg, influxdb_client, matplotlib, pandas, cryptography" 2>/dev/null; then
+  pkgs=(pyarrow duckdb pytz "psycopg[binary]" influxdb-client matplotlib pandas cryptography)
   python3 -m pip install -q "${pkgs[@]}" 2>/dev/null \
     || python3 -m pip install -q --break-system-packages "${pkgs[@]}"
 fi

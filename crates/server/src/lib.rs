@@ -24,6 +24,7 @@ pub mod pg_startup;
 pub mod retention;
 pub mod sql_http;
 pub mod state;
+pub mod tls;
 
 use std::sync::Arc;
 
@@ -195,6 +196,13 @@ pub async fn run(
         }
     };
     let access = open_access(&config)?;
+    let certificate = match (&config.tls_cert, &config.tls_key) {
+        (Some(c), Some(k)) => Some(tls::Certificate::open(c, k).map_err(ServerError::Internal)?),
+        _ => None,
+    };
+    if let Some(c) = &certificate {
+        reload_on_sighup(c.clone());
+    }
     let http = bind(&config.http_addr).await?;
     let pg = bind(&config.pg_addr).await?;
     let config = Arc::new(config);
@@ -205,14 +213,7 @@ pub async fn run(
         metrics: Default::default(),
     });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let mut http_stop = stop_rx.clone();
-    let http_task = tokio::spawn(
-        axum::serve(http, router(state.clone()))
-            .with_graceful_shutdown(async move {
-                let _ = http_stop.changed().await;
-            })
-            .into_future(),
-    );
+    let http_task = serve_http(http, router(state.clone()), certificate.as_ref(), stop_rx)?;
     tracing::info!(http = %config.http_addr, pg = %config.pg_addr, data_dir = %config.data_dir.display(), "listening; opening the engine");
     let (c2, a2) = (config.clone(), access.clone());
     let inner = Arc::new(
@@ -243,7 +244,10 @@ pub async fn run(
         ),
         credentials,
     });
-    let pg_task = tokio::spawn(pg::serve(pg, handlers));
+    let pg_tls = certificate
+        .as_ref()
+        .map(|c| tokio_rustls::TlsAcceptor::from(c.server_config(&[b"postgresql"])));
+    let pg_task = tokio::spawn(pg::serve(pg, handlers, pg_tls));
     let models = inner.query.clone();
     tokio::spawn(async move { models.resume_models().await });
     tracing::info!("ready");
@@ -261,6 +265,55 @@ pub async fn run(
     .map_err(|e| ServerError::Internal(e.to_string()))??;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Serves the HTTP routes on `http` (over TLS when a certificate is given) until `stop`.
+fn serve_http(
+    http: tokio::net::TcpListener,
+    app: Router,
+    certificate: Option<&Arc<tls::Certificate>>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<tokio::task::JoinHandle<std::io::Result<()>>, ServerError> {
+    let stopped = async move {
+        let _ = stop.changed().await;
+    };
+    Ok(match certificate {
+        None => tokio::spawn(
+            axum::serve(http, app)
+                .with_graceful_shutdown(stopped)
+                .into_future(),
+        ),
+        Some(c) => {
+            let acceptor = tokio_rustls::TlsAcceptor::from(c.server_config(&[b"http/1.1"]));
+            let listener = tls::TlsListener::new(http, acceptor)
+                .map_err(|e| ServerError::Internal(format!("TLS listener: {e}")))?;
+            tokio::spawn(
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(stopped)
+                    .into_future(),
+            )
+        }
+    })
+}
+
+/// Reads the certificate files again on every SIGHUP.
+fn reload_on_sighup(certificate: Arc<tls::Certificate>) {
+    #[cfg(unix)]
+    tokio::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut hup) = signal(SignalKind::hangup()) else {
+            tracing::warn!("no SIGHUP handler: the certificate is read at start only");
+            return;
+        };
+        while hup.recv().await.is_some() {
+            match certificate.reload() {
+                Ok(()) => tracing::info!("SIGHUP: TLS certificate reloaded"),
+                Err(e) => {
+                    tracing::error!(error = %e, "SIGHUP: TLS certificate not reloaded; the old one stays")
+                }
+            }
+        }
+    });
 }
 
 /// Resolves on SIGTERM or Ctrl-C.

@@ -497,14 +497,18 @@ impl PgWireServerHandlers for Handlers {
 }
 
 /// Serves the PostgreSQL protocol on `listener` until the task is dropped.
-pub async fn serve(listener: tokio::net::TcpListener, handlers: Arc<Handlers>) {
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    handlers: Arc<Handlers>,
+    tls: Option<pgwire::tokio::TlsAcceptor>,
+) {
     loop {
         let Ok((socket, peer)) = listener.accept().await else {
             continue;
         };
-        let h = handlers.clone();
+        let (h, tls) = (handlers.clone(), tls.clone());
         tokio::spawn(async move {
-            if let Err(e) = pgwire::tokio::process_socket(socket, None, h).await {
+            if let Err(e) = pgwire::tokio::process_socket(socket, tls, h).await {
                 tracing::debug!(%peer, error = %e, "postgres connection ended with an error");
             }
         });

@@ -58,13 +58,16 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ServerError::Internal(e.to_string()))??)
 }
 
-pub async fn create(
-    State(s): State<Arc<AppState>>,
-    body: Result<Json<CreateBody>, axum::extract::rejection::JsonRejection>,
-) -> Response {
-    let Json(b) = match body {
+pub async fn create(State(s): State<Arc<AppState>>, body: axum::body::Bytes) -> Response {
+    // Read whatever the content type says: curl -d sends JSON labelled as a form.
+    let b: CreateBody = match serde_json::from_slice(&body) {
         Ok(b) => b,
-        Err(e) => return ServerError::BadRequest(format!("token request: {e}")).into_response(),
+        Err(e) => {
+            return ServerError::BadRequest(format!(
+                "token request: expected JSON {{\"name\", \"read\", \"write\", \"admin\"}}: {e}"
+            ))
+            .into_response();
+        }
     };
     let spec = TokenSpec {
         name: b.name,
