@@ -312,6 +312,8 @@ pub fn validate_name(name: &str) -> Result<()> {
         "`time` is the timestamp column"
     } else if name.starts_with("__") {
         "names starting with `__` are reserved"
+    } else if name.chars().any(char::is_control) {
+        "names must not contain control characters (NUL, newlines, ...)"
     } else {
         return Ok(());
     };
