@@ -8,7 +8,7 @@
 //! service's [`TokenAdmin`]; without one they are refused.
 
 use arrow::array::{ArrayRef, BooleanArray, RecordBatch, StringArray, TimestampNanosecondArray};
-use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use std::sync::Arc;
 
 use crate::error::{QueryError, Result};
@@ -55,23 +55,18 @@ pub fn no_catalog() -> QueryError {
     QueryError::Unsupported("tokens are kept by the server; this service has none".into())
 }
 
-/// The one row `CREATE TOKEN` answers: the name and the secret.
-pub fn created_row(name: &str, secret: &str) -> Result<RecordBatch> {
-    let schema = Arc::new(Schema::new(vec![
+/// The columns `CREATE TOKEN` answers.
+pub fn created_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
         Field::new("name", DataType::Utf8, false),
         Field::new("token", DataType::Utf8, false),
-    ]));
-    let cols: Vec<ArrayRef> = vec![
-        Arc::new(StringArray::from(vec![name])),
-        Arc::new(StringArray::from(vec![secret])),
-    ];
-    Ok(RecordBatch::try_new(schema, cols)?)
+    ]))
 }
 
-/// The rows of `SHOW TOKENS`.
-pub fn list_rows(tokens: &[TokenInfo]) -> Result<RecordBatch> {
+/// The columns of `SHOW TOKENS`.
+pub fn list_schema() -> SchemaRef {
     let text = |n: &str| Field::new(n, DataType::Utf8, false);
-    let schema = Arc::new(Schema::new(vec![
+    Arc::new(Schema::new(vec![
         text("name"),
         text("read"),
         text("write"),
@@ -81,7 +76,22 @@ pub fn list_rows(tokens: &[TokenInfo]) -> Result<RecordBatch> {
             DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
             false,
         ),
-    ]));
+    ]))
+}
+
+/// The one row `CREATE TOKEN` answers: the name and the secret.
+pub fn created_row(name: &str, secret: &str) -> Result<RecordBatch> {
+    let schema = created_schema();
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from(vec![name])),
+        Arc::new(StringArray::from(vec![secret])),
+    ];
+    Ok(RecordBatch::try_new(schema, cols)?)
+}
+
+/// The rows of `SHOW TOKENS`.
+pub fn list_rows(tokens: &[TokenInfo]) -> Result<RecordBatch> {
+    let schema = list_schema();
     let s = |f: fn(&TokenInfo) -> String| -> ArrayRef {
         Arc::new(StringArray::from_iter_values(tokens.iter().map(f)))
     };

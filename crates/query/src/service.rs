@@ -119,6 +119,11 @@ impl Prepared {
             PreparedKind::Query { plan, .. } if !is_dml(plan) => {
                 Arc::new(plan.schema().as_arrow().clone())
             }
+            PreparedKind::Command(Command::Token(t)) => match t {
+                crate::sql::TokenStatement::Create(_) => crate::access::created_schema(),
+                crate::sql::TokenStatement::Show => crate::access::list_schema(),
+                crate::sql::TokenStatement::Drop { .. } => Arc::new(Schema::empty()),
+            },
             _ => Arc::new(Schema::empty()),
         }
     }

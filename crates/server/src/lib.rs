@@ -227,12 +227,17 @@ pub async fn run(
         .as_deref()
         .map(|p| (config.pg_user.as_str(), p));
     // With authentication on, tokens log in; otherwise only the operator's password, if set.
-    let credentials = (access.enabled || operator.is_some()).then(|| {
-        Arc::new(pg_startup::Credentials::new(
+    let credentials = match access.enabled || operator.is_some() {
+        true => Some(Arc::new(pg_startup::Credentials::new(
             operator,
             access.enabled.then(|| access.store.clone()),
-        ))
-    });
+            access
+                .store
+                .decoy_key()
+                .map_err(|e| ServerError::Internal(e.to_string()))?,
+        ))),
+        false => None,
+    };
     let handlers = Arc::new(pg::Handlers {
         dispatch: pg::PgDispatch::new(
             inner.query.clone(),

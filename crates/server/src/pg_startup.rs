@@ -118,10 +118,26 @@ impl StartupHandler for StartupKind {
 pub struct Credentials {
     operator: Option<(String, Vec<u8>, Vec<u8>)>,
     tokens: Option<Arc<crate::auth::store::TokenStore>>,
+    /// The key unknown users' salts are derived from (kept in the data directory).
+    decoy_key: Vec<u8>,
     /// A salted random password answered for unknown users, so that they fail at the same
     /// (last) step as a wrong password and a client cannot tell the two apart.
-    decoy_salt: Vec<u8>,
     decoy: Vec<u8>,
+}
+
+/// The salt answered for `user` when it is no login: derived from a kept key and the name,
+/// so it is the same on every attempt (a real user's salt is too) and looks like a real one
+/// (24 base64 characters, as `scram::random_nonce` makes).
+pub fn decoy_salt(key: &[u8], user: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(key);
+    h.update(user.as_bytes());
+    let d = h.finalize();
+    base64::engine::general_purpose::STANDARD
+        .encode(&d[..18])
+        .into_bytes()
 }
 
 impl Debug for Credentials {
@@ -139,22 +155,23 @@ impl Credentials {
     pub fn new(
         operator: Option<(&str, &str)>,
         tokens: Option<Arc<crate::auth::store::TokenStore>>,
+        decoy_key: Vec<u8>,
     ) -> Self {
+        // The operator's salt is derived like a decoy's: stable across restarts.
         let operator = operator.map(|(user, password)| {
-            let salt = scram::random_nonce().into_bytes();
+            let salt = decoy_salt(&decoy_key, user);
             let salted = scram::gen_salted_password(password, &salt, scram::SCRAM_ITERATIONS);
             (user.to_string(), salt, salted)
         });
-        let decoy_salt = scram::random_nonce().into_bytes();
         let decoy = scram::gen_salted_password(
             &scram::random_nonce(),
-            &decoy_salt,
+            &decoy_salt(&decoy_key, ""),
             scram::SCRAM_ITERATIONS,
         );
         Self {
             operator,
             tokens,
-            decoy_salt,
+            decoy_key,
             decoy,
         }
     }
@@ -178,7 +195,7 @@ impl AuthSource for Credentials {
         // An unknown user gets the decoy: the exchange goes on and fails at its last step,
         // exactly as a wrong password does.
         Ok(Password::new(
-            Some(self.decoy_salt.clone()),
+            Some(decoy_salt(&self.decoy_key, user)),
             self.decoy.clone(),
         ))
     }

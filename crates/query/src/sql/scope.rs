@@ -73,6 +73,44 @@ pub fn databases(stmt: &Statement, db: &str) -> Scope {
     }
 }
 
+/// The databases a writing statement changes and those it reads (`None`: it does not
+/// write). `INSERT … SELECT` reads its sources; `DELETE` and `UPDATE` read the rows they
+/// match (as PostgreSQL asks SELECT on the columns their WHERE names), so they read every
+/// database they name. An `EXPLAIN` of a write is judged as the write.
+pub fn write_parts(stmt: &Statement, db: &str) -> Option<(Scope, Scope)> {
+    match stmt {
+        Statement::Explain(e) => write_parts(&e.statement, db),
+        Statement::Insert(s) => match &**s {
+            ast::Statement::Insert(ins) => {
+                let written = match &ins.table {
+                    ast::TableObject::TableName(name) => relations(name, db),
+                    other => relations(other, db),
+                };
+                let read = match &ins.source {
+                    Some(q) => relations(&**q, db),
+                    None => Scope::None,
+                };
+                // A VALUES source names no relation: it reads nothing.
+                Some((with_default(written, db), read))
+            }
+            other => Some((relations(other, db), Scope::None)),
+        },
+        Statement::Delete(s) | Statement::Update(s) => {
+            let all = relations(&**s, db);
+            Some((all.clone(), all))
+        }
+        _ => None,
+    }
+}
+
+/// `scope`, or the session's database when it names none.
+fn with_default(scope: Scope, db: &str) -> Scope {
+    match scope {
+        Scope::None => Scope::of(BTreeSet::from([db.to_string()])),
+        s => s,
+    }
+}
+
 /// `scope` with `db` added.
 fn with(scope: Scope, db: &str) -> Scope {
     let mut set = match scope {
@@ -159,6 +197,48 @@ mod tests {
         for (name, sql, want) in cases {
             let s = crate::sql::parse(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
             assert_eq!(databases(&s[0], "s"), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn writes_read_their_sources_and_the_rows_they_match() {
+        let set = |v: &[&str]| Scope::Databases(v.iter().map(|s| s.to_string()).collect());
+        let cases = [
+            (
+                "INSERT VALUES writes only",
+                "INSERT INTO cpu (time, v) VALUES (1, 2)",
+                Some((set(&["s"]), Scope::None)),
+            ),
+            (
+                "INSERT SELECT reads its source",
+                "INSERT INTO cpu SELECT * FROM o.public.cpu",
+                Some((set(&["s"]), set(&["o"]))),
+            ),
+            (
+                "INSERT into another database",
+                "INSERT INTO w.public.cpu SELECT * FROM cpu",
+                Some((set(&["w"]), set(&["s"]))),
+            ),
+            (
+                "DELETE reads what it matches",
+                "DELETE FROM cpu WHERE v > 1",
+                Some((set(&["s"]), set(&["s"]))),
+            ),
+            (
+                "UPDATE with a subquery elsewhere",
+                "UPDATE cpu SET v = 1 WHERE host IN (SELECT host FROM o.public.h)",
+                Some((set(&["o", "s"]), set(&["o", "s"]))),
+            ),
+            (
+                "EXPLAIN ANALYZE of a write",
+                "EXPLAIN ANALYZE INSERT INTO cpu SELECT * FROM o.public.cpu",
+                Some((set(&["s"]), set(&["o"]))),
+            ),
+            ("a query writes nothing", "SELECT * FROM cpu", None),
+        ];
+        for (name, sql, want) in cases {
+            let s = crate::sql::parse(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+            assert_eq!(write_parts(&s[0], "s"), want, "{name}");
         }
     }
 }

@@ -144,6 +144,15 @@ pub struct StatementAccess {
 
 impl Authorize for StatementAccess {
     fn statement(&self, stmt: &Statement, db: &str) -> Result<(), QueryError> {
+        if let Some((written, read)) = scope::write_parts(stmt, db) {
+            self.access
+                .require(&self.principal, Permission::Write, &written)?;
+            if read != Scope::None {
+                self.access
+                    .require(&self.principal, Permission::Read, &read)?;
+            }
+            return Ok(());
+        }
         match required::for_statement(stmt) {
             None => self.access.grant(&self.principal).map(drop),
             Some(perm) => self

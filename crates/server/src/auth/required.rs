@@ -9,7 +9,7 @@ use super::grant::Permission;
 /// An HTTP endpoint, as far as permissions go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Endpoint {
-    /// `/health`, `/ping`: open to everyone.
+    /// `/health`, `/ping`: open to everyone (every other endpoint needs credentials).
     Health,
     /// Line protocol (`/write`, `/api/v2/write`) and CSV import.
     Write,
@@ -38,7 +38,9 @@ pub fn for_endpoint(e: Endpoint) -> Option<Permission> {
     match e {
         Endpoint::Health => None,
         Endpoint::Write => Some(Permission::Write),
-        Endpoint::Statements | Endpoint::Catalog => Some(Permission::Read),
+        // Authenticated; each statement is then checked by its class.
+        Endpoint::Statements => None,
+        Endpoint::Catalog => Some(Permission::Read),
         Endpoint::Admin => Some(Permission::Admin),
     }
 }

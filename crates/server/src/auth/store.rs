@@ -190,6 +190,35 @@ impl TokenStore {
         self.dir.join("tokens")
     }
 
+    /// This data directory's secret for answering unknown PostgreSQL users: 32 random bytes
+    /// in `tokens.nonce` (owner only), made on first use and kept, so an unknown name gets
+    /// the same salt on every attempt and after restarts, as a real one does.
+    pub fn decoy_key(&self) -> Result<Vec<u8>, StoreError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = self.dir.join("tokens.nonce");
+        if let Ok(b) = std::fs::read(&path)
+            && b.len() == 32
+        {
+            return Ok(b);
+        }
+        std::fs::create_dir_all(&self.dir).map_err(|e| io(&self.dir, e))?;
+        let secret = Secret::generate().map_err(|e| StoreError::Io(format!("random: {e}")))?;
+        let key = unhex(&secret.0[token::PREFIX.len()..]).expect("hex");
+        let tmp = self.dir.join("tokens.nonce.tmp");
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(|e| io(&tmp, e))?;
+        f.write_all(&key)
+            .and_then(|()| f.sync_all())
+            .map_err(|e| io(&tmp, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| io(&path, e))?;
+        Ok(key)
+    }
+
     /// Reloads the file when another process changed it.
     pub fn refresh(&self) -> Result<(), StoreError> {
         let path = self.path();
@@ -335,8 +364,16 @@ fn read(path: &Path) -> Result<Vec<Stored>, StoreError> {
 
 /// Replaces `path` with `bytes`: written beside, fsynced, renamed, directory fsynced.
 fn write_atomic(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    use std::os::unix::fs::OpenOptionsExt;
     let tmp = dir.join("tokens.tmp");
-    let mut f = std::fs::File::create(&tmp).map_err(|e| io(&tmp, e))?;
+    // Owner only: the file holds SCRAM verifiers.
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(|e| io(&tmp, e))?;
     f.write_all(bytes).map_err(|e| io(&tmp, e))?;
     f.sync_all().map_err(|e| io(&tmp, e))?;
     std::fs::rename(&tmp, path).map_err(|e| io(path, e))?;
