@@ -82,10 +82,9 @@ pub fn write_parts(stmt: &Statement, db: &str) -> Option<(Scope, Scope)> {
         Statement::Explain(e) => write_parts(&e.statement, db),
         Statement::Insert(s) => match &**s {
             ast::Statement::Insert(ins) => {
-                let written = match &ins.table {
-                    ast::TableObject::TableName(name) => relations(name, db),
-                    other => relations(other, db),
-                };
+                // The table object, not its bare name: visiting an ObjectName alone
+                // reports no relation.
+                let written = relations(&ins.table, db);
                 let read = match &ins.source {
                     Some(q) => relations(&**q, db),
                     None => Scope::None,
@@ -213,6 +212,11 @@ mod tests {
                 "INSERT SELECT reads its source",
                 "INSERT INTO cpu SELECT * FROM o.public.cpu",
                 Some((set(&["s"]), set(&["o"]))),
+            ),
+            (
+                "INSERT VALUES into another database",
+                "INSERT INTO w.public.cpu (time, v) VALUES (1, 2)",
+                Some((set(&["w"]), Scope::None)),
             ),
             (
                 "INSERT into another database",
