@@ -1,4 +1,5 @@
-//! Connection start-up on the PostgreSQL port: trust or SCRAM-SHA-256, the process id and
+//! Connection start-up on the PostgreSQL port: trust or SCRAM-SHA-256 (our own exchange over
+//! stored verifiers, [`crate::auth::scram`]), the process id and
 //! secret key a client cancels with, and the parameters reported to the client
 //! (ParameterStatus) before its first query.
 //!
@@ -19,16 +20,20 @@ use std::sync::{Arc, LazyLock};
 use async_trait::async_trait;
 use datafusion_postgres::pgwire;
 use futures::Sink;
-use pgwire::api::auth::sasl::SASLAuthStartupHandler;
-use pgwire::api::auth::sasl::scram::{self, ScramAuth};
+use futures::SinkExt;
+use pgwire::api::auth::sasl::scram;
 use pgwire::api::auth::{
-    AuthSource, DefaultServerParameterProvider, LoginInfo, Password, ServerParameterProvider,
-    StartupHandler, finish_authentication, protocol_negotiation,
-    save_startup_parameters_to_metadata,
+    DefaultServerParameterProvider, ServerParameterProvider, StartupHandler, finish_authentication,
+    protocol_negotiation, save_startup_parameters_to_metadata,
 };
-use pgwire::api::{ClientInfo, PidSecretKeyGenerator, RandomPidSecretKeyGenerator};
+use pgwire::api::{
+    ClientInfo, PgWireConnectionState, PidSecretKeyGenerator, RandomPidSecretKeyGenerator,
+};
 use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::startup::{Authentication, PasswordMessageFamily};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+
+use crate::auth::scram as scram_core;
 
 /// The zone name reported as the session's `TimeZone`.
 pub const REPORTED_TIME_ZONE: &str = "UTC";
@@ -62,26 +67,99 @@ impl ServerParameterProvider for Parameters {
 pub enum StartupKind {
     /// No password is set: every login is accepted (as a local install).
     Trust,
-    Scram(SASLAuthStartupHandler<Parameters>),
+    Scram(ScramLogin),
 }
 
 impl StartupKind {
     pub fn new(credentials: Option<&Arc<Credentials>>) -> Self {
         match credentials {
             None => Self::Trust,
-            Some(c) => {
-                let mut scram = ScramAuth::new(c.clone());
-                scram.set_iterations(scram::SCRAM_ITERATIONS);
-                let pids: Arc<dyn PidSecretKeyGenerator> = PIDS.clone();
-                Self::Scram(
-                    SASLAuthStartupHandler::new(Arc::new(Parameters::default()))
-                        .with_scram(scram)
-                        .with_pid_secret_key_generator(pids),
-                )
+            Some(c) => Self::Scram(ScramLogin {
+                credentials: c.clone(),
+                state: parking_lot::Mutex::new(ScramState::Initial),
+            }),
+        }
+    }
+}
+
+/// One connection's SCRAM-SHA-256 exchange ([`crate::auth::scram`] does the arithmetic).
+pub struct ScramLogin {
+    credentials: Arc<Credentials>,
+    state: parking_lot::Mutex<ScramState>,
+}
+
+enum ScramState {
+    Initial,
+    SentFirst {
+        verifier: scram_core::Verifier,
+        first: scram_core::ClientFirst,
+        server_first: String,
+    },
+}
+
+/// Every failure during authentication is fatal: the connection closes (a non-fatal error
+/// would leave pgwire's connection ready for queries).
+fn fatal(code: &str, message: String) -> PgWireError {
+    PgWireError::UserError(Box::new(pgwire::error::ErrorInfo::new(
+        "FATAL".into(),
+        code.into(),
+        message,
+    )))
+}
+
+impl ScramLogin {
+    /// The server's reply to a password-family message, or the failure.
+    fn step<C: ClientInfo>(
+        &self,
+        client: &C,
+        msg: PasswordMessageFamily,
+    ) -> PgWireResult<(Authentication, bool)> {
+        let user = client.metadata().get("user").cloned().unwrap_or_default();
+        let mut state = self.state.lock();
+        match &*state {
+            ScramState::Initial => {
+                let init = msg.into_sasl_initial_response()?;
+                if init.auth_method != METHOD {
+                    return Err(PgWireError::UnsupportedSASLAuthMethod(init.auth_method));
+                }
+                let data = init.data.unwrap_or_default();
+                let first = scram_core::client_first(&data)
+                    .map_err(|e| fatal("08P01", format!("SCRAM: {e}")))?;
+                let verifier = self.credentials.verifier(&user);
+                let server_first =
+                    scram_core::server_first(&first, &scram::random_nonce(), &verifier);
+                let reply = Authentication::SASLContinue(server_first.clone().into());
+                *state = ScramState::SentFirst {
+                    verifier,
+                    first,
+                    server_first,
+                };
+                Ok((reply, false))
+            }
+            ScramState::SentFirst {
+                verifier,
+                first,
+                server_first,
+            } => {
+                let resp = msg.into_sasl_response()?;
+                match scram_core::client_final(verifier, first, server_first, &resp.data) {
+                    Ok(fin) => Ok((Authentication::SASLFinal(fin.into()), true)),
+                    Err(true) => Err(fatal(
+                        "28P01",
+                        format!("password authentication failed for user {user:?}"),
+                    )),
+                    Err(false) => Err(fatal(
+                        "08P01",
+                        "SCRAM: malformed client-final message".into(),
+                    )),
+                }
             }
         }
     }
 }
+
+/// The one SASL mechanism offered.
+const METHOD: &str = "SCRAM-SHA-256";
 
 #[async_trait]
 impl StartupHandler for StartupKind {
@@ -95,49 +173,55 @@ impl StartupHandler for StartupKind {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        match self {
-            StartupKind::Trust => {
-                // Only the start-up message matters: no authentication exchange follows.
-                if let PgWireFrontendMessage::Startup(ref startup) = message {
-                    protocol_negotiation(client, startup).await?;
-                    save_startup_parameters_to_metadata(client, startup);
-                    let (pid, key) = PIDS.generate(client);
-                    client.set_pid_and_secret_key(pid, key);
-                    finish_authentication(client, &Parameters::default()).await?;
+        let login = match (self, message) {
+            (_, PgWireFrontendMessage::Startup(ref startup)) => {
+                protocol_negotiation(client, startup).await?;
+                save_startup_parameters_to_metadata(client, startup);
+                if let StartupKind::Scram(_) = self {
+                    client.set_state(PgWireConnectionState::AuthenticationInProgress);
+                    let offer = Authentication::SASL(vec![METHOD.to_string()]);
+                    client
+                        .send(PgWireBackendMessage::Authentication(offer))
+                        .await?;
+                    return Ok(());
                 }
-                Ok(())
+                true
             }
-            StartupKind::Scram(h) => h.on_startup(client, message).await,
+            (StartupKind::Scram(s), PgWireFrontendMessage::PasswordMessageFamily(msg)) => {
+                let (reply, done) = s.step(client, msg)?;
+                client
+                    .send(PgWireBackendMessage::Authentication(reply))
+                    .await?;
+                done
+            }
+            (StartupKind::Scram(_), _) => {
+                return Err(fatal(
+                    "08P01",
+                    "expected a SCRAM message during authentication: authenticate first".into(),
+                ));
+            }
+            (StartupKind::Trust, _) => false,
+        };
+        if login {
+            let (pid, key) = PIDS.generate(client);
+            client.set_pid_and_secret_key(pid, key);
+            finish_authentication(client, &Parameters::default()).await?;
         }
+        Ok(())
     }
 }
 
 /// The logins the server accepts: the operator's (`pg_user` with `pg_password`) and, with
-/// authentication on, every token (the user is the token's name, the password the token),
-/// by SCRAM-SHA-256 against salted passwords (no plain password is kept).
+/// authentication on, every token (the user is the token's name, the password the token).
+/// Only SCRAM verifiers are held, never a password.
 pub struct Credentials {
-    operator: Option<(String, Vec<u8>, Vec<u8>)>,
+    operator: Option<(String, scram_core::Verifier)>,
     tokens: Option<Arc<crate::auth::store::TokenStore>>,
     /// The key unknown users' salts are derived from (kept in the data directory).
     decoy_key: Vec<u8>,
-    /// A salted random password answered for unknown users, so that they fail at the same
-    /// (last) step as a wrong password and a client cannot tell the two apart.
-    decoy: Vec<u8>,
-}
-
-/// The salt answered for `user` when it is no login: derived from a kept key and the name,
-/// so it is the same on every attempt (a real user's salt is too) and looks like a real one
-/// (24 base64 characters, as `scram::random_nonce` makes).
-pub fn decoy_salt(key: &[u8], user: &str) -> Vec<u8> {
-    use base64::Engine as _;
-    use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
-    h.update(key);
-    h.update(user.as_bytes());
-    let d = h.finalize();
-    base64::engine::general_purpose::STANDARD
-        .encode(&d[..18])
-        .into_bytes()
+    /// Random keys answered for unknown users, so that they fail at the same (last) step as
+    /// a wrong password and a client cannot tell the two apart.
+    decoy: scram_core::Verifier,
 }
 
 impl Debug for Credentials {
@@ -149,24 +233,34 @@ impl Debug for Credentials {
     }
 }
 
+/// The salt answered for `user` when it is no login: derived from a kept key and the name,
+/// so it is the same on every attempt and after restarts, as a real login's is, and as long
+/// (16 bytes).
+pub fn decoy_salt(key: &[u8], user: &str) -> Vec<u8> {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(key);
+    h.update(user.as_bytes());
+    h.finalize()[..16].to_vec()
+}
+
 impl Credentials {
     /// `operator`: `(pg_user, pg_password)`; `tokens`: the token catalog when
-    /// authentication is on.
+    /// authentication is on; `decoy_key`: [`crate::auth::store::TokenStore::decoy_key`].
     pub fn new(
         operator: Option<(&str, &str)>,
         tokens: Option<Arc<crate::auth::store::TokenStore>>,
         decoy_key: Vec<u8>,
     ) -> Self {
-        // The operator's salt is derived like a decoy's: stable across restarts.
         let operator = operator.map(|(user, password)| {
             let salt = decoy_salt(&decoy_key, user);
-            let salted = scram::gen_salted_password(password, &salt, scram::SCRAM_ITERATIONS);
-            (user.to_string(), salt, salted)
+            let v = scram_core::Verifier::new(password, &salt, scram_core::ITERATIONS);
+            (user.to_string(), v)
         });
-        let decoy = scram::gen_salted_password(
+        let decoy = scram_core::Verifier::new(
             &scram::random_nonce(),
             &decoy_salt(&decoy_key, ""),
-            scram::SCRAM_ITERATIONS,
+            scram_core::ITERATIONS,
         );
         Self {
             operator,
@@ -180,23 +274,19 @@ impl Credentials {
     pub fn is_operator(&self, user: &str) -> bool {
         self.operator.as_ref().is_some_and(|o| o.0 == user)
     }
-}
 
-#[async_trait]
-impl AuthSource for Credentials {
-    async fn get_password(&self, login: &LoginInfo) -> PgWireResult<Password> {
-        let user = login.user().unwrap_or("");
-        if let Some((_, salt, salted)) = self.operator.as_ref().filter(|o| o.0 == user) {
-            return Ok(Password::new(Some(salt.clone()), salted.clone()));
+    /// The verifier `user`'s proof is checked against: the operator's, the token's, or a
+    /// decoy with that name's own salt.
+    pub fn verifier(&self, user: &str) -> scram_core::Verifier {
+        if let Some((_, v)) = self.operator.as_ref().filter(|o| o.0 == user) {
+            return v.clone();
         }
-        if let Some((salt, salted)) = self.tokens.as_ref().and_then(|t| t.scram(user)) {
-            return Ok(Password::new(Some(salt), salted));
+        if let Some(v) = self.tokens.as_ref().and_then(|t| t.scram(user)) {
+            return v;
         }
-        // An unknown user gets the decoy: the exchange goes on and fails at its last step,
-        // exactly as a wrong password does.
-        Ok(Password::new(
-            Some(decoy_salt(&self.decoy_key, user)),
-            self.decoy.clone(),
-        ))
+        scram_core::Verifier {
+            salt: decoy_salt(&self.decoy_key, user),
+            ..self.decoy.clone()
+        }
     }
 }

@@ -15,6 +15,7 @@ pub mod grant;
 pub mod http;
 pub mod mode;
 pub mod required;
+pub mod scram;
 pub mod store;
 pub mod token;
 

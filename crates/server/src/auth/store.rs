@@ -1,6 +1,7 @@
 //! The token catalog: one small file, `tokens`, in the data directory
 //! (docs/format/tokens.md). It holds each token's name, permissions, SHA-256 and SCRAM
-//! verifier — never a token itself.
+//! verifier (StoredKey and ServerKey, as PostgreSQL keeps) — never a token itself, nor
+//! anything a client could log in with.
 //!
 //! Invariants:
 //! - The file is replaced whole: written beside, fsynced, renamed over, the directory
@@ -33,17 +34,14 @@ const HEADER: usize = 8 + 4 + 4 + 4;
 pub const MAX_TOKENS: usize = 10_000;
 /// The longest token name (it is also a PostgreSQL user name, at most 63 bytes there).
 pub const MAX_NAME: usize = 63;
-/// PBKDF2 iterations of the SCRAM verifier (PostgreSQL's default).
-pub const SCRAM_ITERATIONS: usize = 4096;
 
 /// One stored token.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Stored {
     pub grant: Grant,
     pub hash: TokenHash,
-    /// SCRAM-SHA-256 salt and salted password (hex) for the PostgreSQL port.
-    pub scram_salt: String,
-    pub scram_salted: String,
+    /// The SCRAM-SHA-256 verifier for the PostgreSQL port.
+    pub scram: super::scram::Verifier,
     pub created_ns: i64,
 }
 
@@ -257,12 +255,12 @@ impl TokenStore {
         Some(t.grant.clone())
     }
 
-    /// Token `name`'s SCRAM salt and salted password.
-    pub fn scram(&self, name: &str) -> Option<(Vec<u8>, Vec<u8>)> {
+    /// Token `name`'s SCRAM verifier.
+    pub fn scram(&self, name: &str) -> Option<super::scram::Verifier> {
         let _ = self.refresh();
         let loaded = self.loaded.read();
         let t = loaded.tokens.iter().find(|t| t.grant.name == name)?;
-        Some((t.scram_salt.clone().into_bytes(), unhex(&t.scram_salted)?))
+        Some(t.scram.clone())
     }
 
     /// Whether some token is an admin token.
@@ -280,16 +278,11 @@ impl TokenStore {
     pub fn create(&self, grant: Grant, now_ns: i64) -> Result<Secret, StoreError> {
         validate_name(&grant.name).map_err(StoreError::Invalid)?;
         let secret = Secret::generate().map_err(|e| StoreError::Io(format!("random: {e}")))?;
-        let salt = datafusion_postgres::pgwire::api::auth::sasl::scram::random_nonce();
-        let salted = datafusion_postgres::pgwire::api::auth::sasl::scram::gen_salted_password(
-            &secret.0,
-            salt.as_bytes(),
-            SCRAM_ITERATIONS,
-        );
+        let salt = Secret::generate().map_err(|e| StoreError::Io(format!("random: {e}")))?;
+        let salt = unhex(&salt.0[token::PREFIX.len()..]).expect("hex")[..16].to_vec();
         let stored = Stored {
             hash: secret.hash(),
-            scram_salt: salt,
-            scram_salted: salted.iter().map(|b| format!("{b:02x}")).collect(),
+            scram: super::scram::Verifier::new(&secret.0, &salt, super::scram::ITERATIONS),
             created_ns: now_ns,
             grant,
         };

@@ -27,8 +27,7 @@ fn the_file_round_trips_and_damage_is_named() {
     let t = Stored {
         grant: grant("grafana", false),
         hash: token::hash("tmp_x"),
-        scram_salt: "salt".into(),
-        scram_salted: "00ff".into(),
+        scram: crate::auth::scram::Verifier::new("tmp_x", b"salt", 4096),
         created_ns: 7,
     };
     let bytes = encode(std::slice::from_ref(&t));
@@ -98,14 +97,11 @@ fn tokens_are_made_found_revoked_and_seen_by_another_store() {
     ));
     let admin = b.create(grant("ops", true), 3).unwrap();
     assert!(a.has_admin(), "a sees b's admin token");
-    let (salt, salted) = a.scram("ops").unwrap();
+    let v = a.scram("ops").unwrap();
     assert_eq!(
-        salted,
-        datafusion_postgres::pgwire::api::auth::sasl::scram::gen_salted_password(
-            &admin.0,
-            &salt,
-            SCRAM_ITERATIONS
-        )
+        v,
+        crate::auth::scram::Verifier::new(&admin.0, &v.salt, v.iterations),
+        "the verifier is the token's"
     );
     assert!(b.revoke("grafana").unwrap());
     assert!(!b.revoke("grafana").unwrap());
