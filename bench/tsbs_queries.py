@@ -730,12 +730,28 @@ def digest_rows(rows) -> str:
 
 # ------------------------------------------------------------------ clients
 
+def tempora_auth_headers() -> dict:
+    """The Authorization header for a Tempora with authentication on: the token in
+    $TEMPORA_TOKEN (none when unset)."""
+    token = os.environ.get("TEMPORA_TOKEN")
+    return {"Authorization": f"Token {token}"} if token else {}
+
+
+def tempora_pg_login() -> str:
+    """The PostgreSQL login: $TEMPORA_TOKEN_NAME with $TEMPORA_TOKEN as the password, or the
+    default user without a password."""
+    token = os.environ.get("TEMPORA_TOKEN")
+    if not token:
+        return "user=tempora"
+    return f"user={os.environ.get('TEMPORA_TOKEN_NAME', 'tempora')} password={token}"
+
+
 def http_get(conn: http.client.HTTPConnection, path: str):
     """GET on a kept-alive connection: (body, response). A failed request closes the
     connection, so that the next one opens a new one instead of failing with CannotSendRequest
     (one refused connection used to fail every later query type)."""
     try:
-        conn.request("GET", path)
+        conn.request("GET", path, headers=tempora_auth_headers())
         resp = conn.getresponse()
         return resp.read(), resp
     except (http.client.HTTPException, OSError):
@@ -905,7 +921,8 @@ class InfluxClient(Client):
 def make_client(args) -> Client:
     s = args.system
     if s == "tempora":
-        return PgClient(f"host={args.host} port={args.tempora_pg_port} dbname=benchmark user=tempora",
+        return PgClient(f"host={args.host} port={args.tempora_pg_port} dbname=benchmark "
+                        f"{tempora_pg_login()}",
                         spelling=args.spelling)
     if s == "tempora-http":
         return TemporaHttpClient(args.host, args.tempora_http_port, "benchmark", args.spelling)

@@ -25,6 +25,8 @@ pub struct LoadOptions {
     /// Stop reading the input after this long (a run of fixed length over an endless or very
     /// large input); batches already read are still sent.
     pub max_duration: Option<Duration>,
+    /// Sent as `Authorization: Token …` when the server requires a token.
+    pub token: Option<String>,
 }
 
 /// Counters while loading (shared with the progress callback).
@@ -218,6 +220,9 @@ fn worker(
         let mut tries = 0;
         let outcome = loop {
             let mut req = agent.post(&opts.url);
+            if let Some(t) = &opts.token {
+                req = req.header("Authorization", &format!("Token {t}"));
+            }
             if opts.gzip {
                 req = req.header("Content-Encoding", "gzip");
             }

@@ -90,6 +90,9 @@ pub struct LoadArgs {
     /// What was loaded, for --json-out (e.g. "cpu-only 100 hosts x 1 d").
     #[arg(long, default_value = "")]
     dataset: String,
+    /// The token to present (or the TEMPORA_TOKEN environment variable).
+    #[arg(long, env = "TEMPORA_TOKEN", hide_env_values = true)]
+    token: Option<String>,
 }
 
 pub fn run(cmd: BenchCmd) -> Res<()> {
@@ -198,6 +201,7 @@ fn load_cmd(a: LoadArgs) -> Res<()> {
         gzip: a.gzip,
         max_retries: 100,
         max_duration: a.max_secs.map(std::time::Duration::from_secs_f64),
+        token: a.token.clone(),
     };
     let live = std::io::stderr().is_terminal();
     // Throughput of each interval between ticks: (seconds since the start, rows/s).

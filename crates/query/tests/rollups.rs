@@ -169,8 +169,26 @@ async fn rollups_give_the_raw_rows_answer() {
             rollups: Some(false),
             ..QueryOptions::default()
         };
-        let a = q.run("db", &c.sql, 0, &mut on, c.params.clone()).await;
-        let b = q.run("db", &c.sql, 0, &mut off, c.params.clone()).await;
+        let a = q
+            .run(
+                "db",
+                &c.sql,
+                0,
+                &mut on,
+                c.params.clone(),
+                &tempora_query::access::Unrestricted,
+            )
+            .await;
+        let b = q
+            .run(
+                "db",
+                &c.sql,
+                0,
+                &mut off,
+                c.params.clone(),
+                &tempora_query::access::Unrestricted,
+            )
+            .await;
         let ctx = || format!("case {n}: {}  params {:?}", c.sql, c.params);
         match (a, b) {
             (Ok(a), Ok(b)) => {
@@ -302,10 +320,27 @@ async fn a_rollup_of_few_rows_per_state_is_left_to_raw_rows() {
             ..QueryOptions::default()
         };
         let a = q
-            .run("db", sql, 0, &mut QueryOptions::default(), vec![])
+            .run(
+                "db",
+                sql,
+                0,
+                &mut QueryOptions::default(),
+                vec![],
+                &tempora_query::access::Unrestricted,
+            )
             .await
             .unwrap();
-        let b = q.run("db", sql, 0, &mut off, vec![]).await.unwrap();
+        let b = q
+            .run(
+                "db",
+                sql,
+                0,
+                &mut off,
+                vec![],
+                &tempora_query::access::Unrestricted,
+            )
+            .await
+            .unwrap();
         assert_same_rows(&a.batches, &b.batches, &|| sql.to_string());
     }
 }

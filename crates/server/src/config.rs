@@ -143,6 +143,9 @@ impl Default for Config {
     }
 }
 
+/// `TEMPORA_*` environment variables that are not settings.
+pub const NOT_SETTINGS: [&str; 4] = ["LOG", "TOKEN", "TOKEN_NAME", "BIN"];
+
 /// A boolean setting's text.
 fn flag(v: &str) -> Option<bool> {
     match v {
@@ -211,8 +214,13 @@ impl Config {
             None => Config::default(),
         };
         for (k, v) in env {
-            // TEMPORA_LOG is the log filter (read by the binary), not a setting.
-            if let Some(key) = k.strip_prefix("TEMPORA_").filter(|k| *k != "LOG") {
+            // Variables of the tools, not settings: the log filter (read by the binary), the
+            // clients' token (`tempora sql`, `bench load`, bench scripts) and the scripts'
+            // binary.
+            if let Some(key) = k
+                .strip_prefix("TEMPORA_")
+                .filter(|k| !NOT_SETTINGS.contains(k))
+            {
                 c.set("environment", &key.to_ascii_lowercase(), &v)?;
             }
         }
@@ -506,6 +514,9 @@ mod tests {
             ("TEMPORA_WORKERS".to_string(), "4".to_string()),
             ("HOME".to_string(), "/root".to_string()),
             ("TEMPORA_LOG".to_string(), "debug".to_string()),
+            ("TEMPORA_TOKEN".to_string(), "tmp_client".to_string()),
+            ("TEMPORA_BIN".to_string(), "/usr/bin/tempora".to_string()),
+            ("TEMPORA_AUTH".to_string(), "true".to_string()),
         ];
         let flags = vec![("workers".to_string(), "5".to_string())];
         let c = Config::load(Some(&file), env, &flags).unwrap();
@@ -513,6 +524,10 @@ mod tests {
         assert_eq!(c.pg_addr, "127.0.0.1:3000", "environment over file");
         assert_eq!(c.workers, 5, "flag over environment");
         assert_eq!(c.max_body_bytes, 64 << 20, "default kept");
+        assert!(
+            c.auth,
+            "TEMPORA_AUTH is a setting; the tools' variables are not"
+        );
     }
 
     #[test]

@@ -67,17 +67,17 @@ impl ServerParameterProvider for Parameters {
 pub enum StartupKind {
     /// No password is set: every login is accepted (as a local install).
     Trust,
-    Scram(ScramLogin),
+    Scram(Box<ScramLogin>),
 }
 
 impl StartupKind {
     pub fn new(credentials: Option<&Arc<Credentials>>) -> Self {
         match credentials {
             None => Self::Trust,
-            Some(c) => Self::Scram(ScramLogin {
+            Some(c) => Self::Scram(Box::new(ScramLogin {
                 credentials: c.clone(),
                 state: parking_lot::Mutex::new(ScramState::Initial),
-            }),
+            })),
         }
     }
 }

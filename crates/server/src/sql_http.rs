@@ -49,6 +49,11 @@ fn options(p: &HashMap<String, String>, max_rows: usize) -> Result<QueryOptions,
 }
 
 /// `params=[…]`: the statement's parameters.
+/// The values of a `params` text (a JSON array), as `/api/v1/sql` reads it.
+pub fn parse_params(text: &str) -> Result<Vec<ScalarValue>, ServerError> {
+    params(&HashMap::from([("params".to_string(), text.to_string())]))
+}
+
 fn params(p: &HashMap<String, String>) -> Result<Vec<ScalarValue>, ServerError> {
     let Some(text) = p.get("params") else {
         return Ok(Vec::new());

@@ -39,3 +39,38 @@ pub use mem::MemLogStore;
 pub use store::{FsLogStore, LogFile, LogStore};
 pub use tempora_model::SeqNo;
 pub use wal::{MAX_RECORD_SIZE_LIMIT, SyncPolicy, Wal, WalOptions, WalStats};
+
+/// Entry points for the fuzz targets (`fuzz/`): the segment reader over arbitrary bytes.
+#[doc(hidden)]
+pub mod fuzzing {
+    /// Reads `data` as a segment: its header, then frames until one fails, as replay does.
+    pub fn read_segment(data: &[u8]) {
+        if crate::frame::decode_header(data).is_err() {
+            return;
+        }
+        let mut at = crate::frame::HEADER_LEN;
+        while at < data.len() {
+            let Ok(extent) = crate::frame::frame_extent(&data[at..], 1 << 20) else {
+                return;
+            };
+            if crate::frame::decode_frame(&data[at..], 1 << 20).is_err() {
+                return;
+            }
+            at += extent;
+        }
+    }
+
+    /// A valid sealed segment of three records: a seed for the fuzzers.
+    pub fn sample_segment() -> Vec<u8> {
+        let mut out = crate::frame::encode_header(crate::frame::SegmentHeader {
+            first_seq: 1,
+            prev_last_seq: None,
+        })
+        .to_vec();
+        for (seq, payload) in [(1u64, &b"first"[..]), (2, b""), (3, b"third record")] {
+            crate::frame::encode_record(&mut out, seq, payload);
+        }
+        out.extend_from_slice(&crate::frame::encode_seal(3, 3));
+        out
+    }
+}

@@ -201,7 +201,8 @@ fn explain(tokens: Vec<TokenWithSpan>) -> Result<Statement> {
 fn reads_pg_catalog(tokens: &[TokenWithSpan]) -> bool {
     tokens.iter().any(|t| {
         matches!(&t.token, Token::Word(w)
-            if w.value.len() > 3 && w.value[..3].eq_ignore_ascii_case("pg_"))
+            if w.value.len() > 3
+                && w.value.get(..3).is_some_and(|p| p.eq_ignore_ascii_case("pg_")))
     })
 }
 

@@ -39,6 +39,11 @@ fn kind(s: &Statement) -> String {
 fn texts_read_as_typed_statements() {
     let cases: &[(&str, &str, &[&str])] = &[
         ("a query", "SELECT 1", &["query"]),
+        (
+            "a word with a multi-byte letter at its third byte (found by the fuzzer)",
+            "SELECT * FROM FRӻ",
+            &["query"],
+        ),
         ("two statements", "SELECT 1; SELECT 2", &["query", "query"]),
         (
             "sample by with order and limit after it",

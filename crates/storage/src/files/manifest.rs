@@ -707,3 +707,23 @@ impl Manifest {
 
 #[cfg(test)]
 mod tests;
+
+/// Entry points for the fuzz targets (`fuzz/`).
+#[doc(hidden)]
+pub mod fuzzing {
+    /// Decodes `data` as an edit file and as a checkpoint, as opening the manifest does.
+    pub fn decode_both(data: &[u8]) {
+        let _ = super::decode::<Vec<super::Edit>>("fuzz.edit", data);
+        let _ = super::decode::<super::ManifestState>("fuzz.ckpt", data);
+    }
+
+    /// A valid framed edit list and checkpoint (of an empty engine): seeds for the fuzzers.
+    pub fn samples() -> Vec<Vec<u8>> {
+        let edits: Vec<super::Edit> = Vec::new();
+        let state = super::ManifestState::default();
+        vec![
+            super::frame(&serde_json::to_vec(&edits).expect("edits serialize")).to_vec(),
+            super::frame(&serde_json::to_vec(&state).expect("state serializes")).to_vec(),
+        ]
+    }
+}

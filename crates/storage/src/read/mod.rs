@@ -53,7 +53,7 @@ pub(crate) mod prewarm;
 pub(crate) mod region_read;
 pub(crate) mod run;
 pub(crate) mod scan;
-pub(crate) mod sst_cache;
+pub mod sst_cache;
 
 use std::sync::Arc;
 
