@@ -100,19 +100,9 @@ impl Access {
         perm: Permission,
         scope: &Scope,
     ) -> Result<(), QueryError> {
-        let Some(g) = self.grant(p)? else {
-            return Ok(());
-        };
-        let missing = match scope {
-            Scope::None => (!g.allows(perm, None)).then_some(None),
-            Scope::Databases(dbs) => dbs
-                .iter()
-                .find(|d| !g.allows(perm, Some(d)))
-                .map(|d| Some(d.as_str())),
-        };
-        match missing {
+        match self.grant(p)? {
+            Some(g) => check(&g, perm, scope),
             None => Ok(()),
-            Some(db) => Err(denied(perm, db)),
         }
     }
 
@@ -122,6 +112,21 @@ impl Access {
             access: self.clone(),
             principal: p,
         }
+    }
+}
+
+/// Refuses unless grant `g` has `perm` on every database of `scope`.
+fn check(g: &Grant, perm: Permission, scope: &Scope) -> Result<(), QueryError> {
+    let missing = match scope {
+        Scope::None => (!g.allows(perm, None)).then_some(None),
+        Scope::Databases(dbs) => dbs
+            .iter()
+            .find(|d| !g.allows(perm, Some(d)))
+            .map(|d| Some(d.as_str())),
+    };
+    match missing {
+        None => Ok(()),
+        Some(db) => Err(denied(perm, db)),
     }
 }
 
@@ -143,21 +148,22 @@ pub struct StatementAccess {
 }
 
 impl Authorize for StatementAccess {
+    /// One lookup of the principal's grant per statement (a revoked token fails here), then
+    /// the checks of the statement's class against it.
     fn statement(&self, stmt: &Statement, db: &str) -> Result<(), QueryError> {
+        let Some(g) = self.access.grant(&self.principal)? else {
+            return Ok(());
+        };
         if let Some((written, read)) = scope::write_parts(stmt, db) {
-            self.access
-                .require(&self.principal, Permission::Write, &written)?;
+            check(&g, Permission::Write, &written)?;
             if read != Scope::None {
-                self.access
-                    .require(&self.principal, Permission::Read, &read)?;
+                check(&g, Permission::Read, &read)?;
             }
             return Ok(());
         }
         match required::for_statement(stmt) {
-            None => self.access.grant(&self.principal).map(drop),
-            Some(perm) => self
-                .access
-                .require(&self.principal, perm, &scope::databases(stmt, db)),
+            None => Ok(()),
+            Some(perm) => check(&g, perm, &scope::databases(stmt, db)),
         }
     }
 }
