@@ -16,7 +16,7 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::{Server, curl_status, free_port};
+use common::{Server, curl_status, free_port, pgjdbc_jar};
 
 fn tempora(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tempora"))
@@ -69,22 +69,6 @@ fn psql_as(s: &Server, user: &str, password: Option<&str>, db: &str, sql: &str) 
         cmd.env("PGPASSWORD", p);
     }
     cmd.output().expect("psql is installed")
-}
-
-/// pgJDBC from Maven Central: `PGJDBC_JAR`, or where `scripts/test-deps.sh` puts it.
-fn pgjdbc_jar() -> std::path::PathBuf {
-    let jar = std::env::var_os("PGJDBC_JAR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../target/test-deps/postgresql.jar")
-        });
-    assert!(
-        jar.exists(),
-        "pgJDBC is missing at {}: run scripts/test-deps.sh (or set PGJDBC_JAR)",
-        jar.display()
-    );
-    jar
 }
 
 /// The matrix's cells (the driver prints `cells N expected N`); fixed by the driver's

@@ -6,7 +6,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{Server, post, python};
+use common::{Server, pgjdbc_jar, post, python};
 
 /// Two hosts, one point a minute for ten minutes from 2016-01-01 20:10:00 UTC.
 fn load_cpu(s: &Server) {
@@ -199,22 +199,6 @@ fn grafana_postgres_data_source_statements_run() {
     ];
     check_all(&s, cases);
     s.stop();
-}
-
-/// pgJDBC from Maven Central: `PGJDBC_JAR`, or where `scripts/test-deps.sh` puts it.
-fn pgjdbc_jar() -> std::path::PathBuf {
-    let jar = std::env::var_os("PGJDBC_JAR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../target/test-deps/postgresql.jar")
-        });
-    assert!(
-        jar.exists(),
-        "pgJDBC is missing at {}: run scripts/test-deps.sh (or set PGJDBC_JAR)",
-        jar.display()
-    );
-    jar
 }
 
 const JDBC_PROGRAM: &str = r#"

@@ -234,3 +234,19 @@ pub fn python(program: &str, args: &[&str]) -> String {
     );
     String::from_utf8(out.stdout).unwrap()
 }
+
+/// pgJDBC from Maven Central: `PGJDBC_JAR`, or where `scripts/test-deps.sh` puts it.
+pub fn pgjdbc_jar() -> std::path::PathBuf {
+    let jar = std::env::var_os("PGJDBC_JAR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../target/test-deps/postgresql.jar")
+        });
+    assert!(
+        jar.exists(),
+        "pgJDBC is missing at {}: run scripts/test-deps.sh (or set PGJDBC_JAR)",
+        jar.display()
+    );
+    jar
+}

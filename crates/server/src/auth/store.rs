@@ -192,7 +192,6 @@ impl TokenStore {
     /// in `tokens.nonce` (owner only), made on first use and kept, so an unknown name gets
     /// the same salt on every attempt and after restarts, as a real one does.
     pub fn decoy_key(&self) -> Result<Vec<u8>, StoreError> {
-        use std::os::unix::fs::OpenOptionsExt;
         let path = self.dir.join("tokens.nonce");
         if let Ok(b) = std::fs::read(&path)
             && b.len() == 32
@@ -200,21 +199,9 @@ impl TokenStore {
             return Ok(b);
         }
         std::fs::create_dir_all(&self.dir).map_err(|e| io(&self.dir, e))?;
-        let secret = Secret::generate().map_err(|e| StoreError::Io(format!("random: {e}")))?;
-        let key = unhex(&secret.0[token::PREFIX.len()..]).expect("hex");
-        let tmp = self.dir.join("tokens.nonce.tmp");
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(|e| io(&tmp, e))?;
-        f.write_all(&key)
-            .and_then(|()| f.sync_all())
-            .map_err(|e| io(&tmp, e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| io(&path, e))?;
-        Ok(key)
+        let key = token::random_bytes::<32>().map_err(random)?;
+        write_atomic(&self.dir, &path, &key)?;
+        Ok(key.to_vec())
     }
 
     /// Reloads the file when another process changed it.
@@ -277,9 +264,8 @@ impl TokenStore {
     /// Makes and stores a token for `grant`; returns its secret (shown once).
     pub fn create(&self, grant: Grant, now_ns: i64) -> Result<Secret, StoreError> {
         validate_name(&grant.name).map_err(StoreError::Invalid)?;
-        let secret = Secret::generate().map_err(|e| StoreError::Io(format!("random: {e}")))?;
-        let salt = Secret::generate().map_err(|e| StoreError::Io(format!("random: {e}")))?;
-        let salt = unhex(&salt.0[token::PREFIX.len()..]).expect("hex")[..16].to_vec();
+        let secret = Secret::generate().map_err(random)?;
+        let salt = token::random_bytes::<16>().map_err(random)?;
         let stored = Stored {
             hash: secret.hash(),
             scram: super::scram::Verifier::new(&secret.0, &salt, super::scram::ITERATIONS),
@@ -355,11 +341,18 @@ fn read(path: &Path) -> Result<Vec<Stored>, StoreError> {
     }
 }
 
-/// Replaces `path` with `bytes`: written beside, fsynced, renamed, directory fsynced.
+fn random(e: std::io::Error) -> StoreError {
+    StoreError::Io(format!("random: {e}"))
+}
+
+/// Replaces `path` (in `dir`) with `bytes`, readable by the owner only (the catalog holds
+/// SCRAM verifiers, the nonce file a key): written beside as `<name>.tmp`, fsynced,
+/// renamed, the directory fsynced.
 fn write_atomic(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     use std::os::unix::fs::OpenOptionsExt;
-    let tmp = dir.join("tokens.tmp");
-    // Owner only: the file holds SCRAM verifiers.
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
@@ -373,13 +366,6 @@ fn write_atomic(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), StoreError>
     std::fs::File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| io(dir, e))
-}
-
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
 }
 
 #[cfg(test)]

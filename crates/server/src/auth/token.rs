@@ -20,12 +20,18 @@ pub const PREFIX: &str = "tmp_";
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TokenHash(pub String);
 
+/// `N` bytes from the operating system's random source (tokens, salts, keys).
+pub fn random_bytes<const N: usize>() -> std::io::Result<[u8; N]> {
+    use std::io::Read;
+    let mut bytes = [0u8; N];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes)
+}
+
 impl Secret {
     /// A new token from 32 random bytes.
     pub fn generate() -> std::io::Result<Secret> {
-        use std::io::Read;
-        let mut bytes = [0u8; 32];
-        std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+        let bytes = random_bytes::<32>()?;
         let mut s = String::from(PREFIX);
         for b in bytes {
             s.push_str(&format!("{b:02x}"));
