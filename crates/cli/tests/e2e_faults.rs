@@ -176,6 +176,18 @@ fn bad_inputs_get_clear_answers_and_nothing_else_is_lost() {
         c.write_all(body.as_bytes()).unwrap();
         c.shutdown(std::net::Shutdown::Both).unwrap();
     }
+    // Impossible PostgreSQL frames end only their own connection, with a FATAL 08P01 naming
+    // the length (they used to panic inside pgwire's decoder).
+    for (name, frame) in [
+        ("password message of length 0", &b"p\0\0\0\0="[..]),
+        ("query of length 3", &b"Q\0\0\0\x03"[..]),
+    ] {
+        let answer = pg_raw_after_startup(s.pg, frame);
+        assert!(
+            answer.contains("08P01") && answer.contains("claims a length of"),
+            "{name}: {answer}"
+        );
+    }
     // Bad SQL names the problem.
     let out = curl(&[
         "-w",
@@ -211,6 +223,31 @@ fn bad_inputs_get_clear_answers_and_nothing_else_is_lost() {
     let peak = s.peak_rss();
     assert!(peak < 1 << 30, "peak RSS {} MiB", peak >> 20);
     s.stop();
+}
+
+/// Logs in to the PostgreSQL port over a raw socket (trust), waits for ReadyForQuery, sends
+/// `frame` and returns everything the server sends until it closes (lossy text).
+fn pg_raw_after_startup(port: u16, frame: &[u8]) -> String {
+    use std::io::Read;
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    c.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let body = b"\0\x03\0\0user\0tempora\0database\0t\0\0";
+    c.write_all(&(body.len() as u32 + 4).to_be_bytes()).unwrap();
+    c.write_all(body).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    // ReadyForQuery is `Z`, length 5, status `I`.
+    while !got.windows(6).any(|w| w == b"Z\0\0\0\x05I") {
+        let n = c.read(&mut buf).expect("start-up answer");
+        assert!(n > 0, "closed during start-up");
+        got.extend_from_slice(&buf[..n]);
+    }
+    c.write_all(frame).unwrap();
+    let mut rest = Vec::new();
+    c.read_to_end(&mut rest)
+        .expect("the server closes the connection");
+    String::from_utf8_lossy(&rest).into_owned()
 }
 
 /// Rows (writer, timestamp) a writer had acknowledged with 204.

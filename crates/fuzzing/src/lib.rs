@@ -10,6 +10,7 @@
 use bytes::BytesMut;
 use datafusion_postgres::pgwire::messages::{DecodeContext, PgWireFrontendMessage};
 use tempora_server::auth::scram;
+use tempora_server::pg_frames::FrameTracker;
 
 /// A target: a name and its body.
 pub type Target = (&'static str, fn(&[u8]));
@@ -75,6 +76,15 @@ pub fn pg_messages(data: &[u8]) {
         let mut ctx = DecodeContext::default();
         ctx.awaiting_frontend_ssl = startup;
         ctx.awaiting_frontend_startup = startup;
+        // The server checks frame lengths before pgwire decodes (pg_frames.rs).
+        let mut frames = if startup {
+            FrameTracker::default()
+        } else {
+            FrameTracker::after_startup()
+        };
+        if frames.feed(data).is_err() {
+            continue;
+        }
         let mut buf = BytesMut::from(data);
         for _ in 0..64 {
             match PgWireFrontendMessage::decode(&mut buf, &ctx) {

@@ -18,6 +18,7 @@ pub mod memory;
 pub mod ops;
 pub mod pg;
 pub mod pg_encode;
+pub mod pg_frames;
 pub mod pg_limits;
 pub mod pg_prepared;
 pub mod pg_startup;

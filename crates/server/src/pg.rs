@@ -508,7 +508,7 @@ pub async fn serve(
         };
         let (h, tls) = (handlers.clone(), tls.clone());
         tokio::spawn(async move {
-            if let Err(e) = pgwire::tokio::process_socket(socket, tls, h).await {
+            if let Err(e) = crate::pg_frames::process_socket(socket, tls, h).await {
                 tracing::debug!(%peer, error = %e, "postgres connection ended with an error");
             }
         });

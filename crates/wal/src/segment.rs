@@ -9,7 +9,7 @@ pub(crate) const SUFFIX: &str = ".wal";
 const NAME_DIGITS: usize = 20;
 /// Most bytes the forward scan after a bad frame checksums before giving up (and reporting
 /// corruption rather than risk skipping a valid record).
-const SCAN_BUDGET_BYTES: u64 = 4 << 30;
+pub(crate) const SCAN_BUDGET_BYTES: u64 = 4 << 30;
 
 /// The file name of the segment whose first record has `first_seq`.
 pub(crate) fn segment_name(first_seq: u64) -> String {
@@ -173,7 +173,15 @@ pub(crate) fn check_complete(
     let h = check_header(name, name_seq, data)?;
     let w = walk(data, name_seq, max_len, on_record);
     if let Some(stop) = w.stop {
-        return Err(WalError::corrupt(name, stop.offset as u64, stop.reason));
+        // Name the next valid frame, as the last segment's check does.
+        let after = stop.offset + 1;
+        let reason = match find_valid_frame(data, after, w.last_seq, max_len, SCAN_BUDGET_BYTES) {
+            Ok(Some(q)) if !stop.definite => {
+                format!("{}, and a valid frame follows at offset {q}", stop.reason)
+            }
+            _ => stop.reason,
+        };
+        return Err(WalError::corrupt(name, stop.offset as u64, reason));
     }
     let Some(last_seq) = w.last_seq else {
         return Err(WalError::corrupt(
@@ -276,7 +284,7 @@ fn ensure_nothing_follows(
 /// The first offset at or after `from` where a frame with a valid checksum starts whose seq is
 /// above `after` (a seal may equal it). `Err(offset)` if checksumming would exceed `budget`
 /// bytes there.
-fn find_valid_frame(
+pub(crate) fn find_valid_frame(
     data: &[u8],
     from: usize,
     after: Option<u64>,

@@ -7,7 +7,8 @@
 //! - [`manifest`]: a log of edits plus checkpoints (`docs/format/manifest.md`).
 //! - `sst`: a run written as Parquet and read back with pruning (`docs/format/data-files.md`);
 //!   `rg_index` picks row groups by time and key bounds copied from the footer once,
-//!   `row_select` the rows of a decoded row group, `guided` the searches both use.
+//!   `row_select` the rows of a decoded row group, `guided` the searches both use;
+//!   [`footer_guard`] bounds a footer's Thrift before the Parquet crate decodes it.
 //!
 //! Invariants:
 //! - A `put` is atomic and durable when it returns (temporary name, fsync, rename, directory
@@ -18,6 +19,7 @@
 //!   that drops them; files no version names are orphans, removed at start.
 
 pub mod float_codec;
+pub mod footer_guard;
 pub(crate) mod guided;
 pub mod manifest;
 pub(crate) mod rg_index;

@@ -18,6 +18,7 @@ use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use tempora_index::LruCache;
 
 use crate::error::{Result, StorageError};
+use crate::files::footer_guard;
 use crate::files::rg_index::RowGroupIndex;
 use crate::files::store::FileStore;
 use crate::metrics::Counter;
@@ -34,6 +35,11 @@ pub struct CachedSst {
 impl CachedSst {
     /// Decodes the footer of a file read whole.
     pub fn decode(path: &str, data: Bytes) -> Result<Self> {
+        // Bound the footer first: a damaged one can make the Parquet decoder spin for seconds.
+        footer_guard::check_file(&data).map_err(|reason| StorageError::Corrupt {
+            path: path.to_string(),
+            reason,
+        })?;
         let meta = ArrowReaderMetadata::load(&data, ArrowReaderOptions::new()).map_err(|e| {
             StorageError::Parquet {
                 path: path.to_string(),
