@@ -2,6 +2,7 @@
 //! a CSV importer (`import`) and the benchmark tools (`bench gen`, `bench load`).
 
 mod bench;
+mod check;
 mod client;
 mod token;
 
@@ -85,6 +86,12 @@ enum Cmd {
         #[command(subcommand)]
         what: token::TokenCmd,
     },
+    /// Verifies every file of a stopped server's data directory and reports the damage and
+    /// what it costs, changing nothing.
+    Check(check::CheckArgs),
+    /// Repairs a stopped server's data directory: keeps every readable row, moves damaged
+    /// files to <data_dir>/quarantine/ and writes a report of what was lost.
+    Repair(check::CheckArgs),
     /// Benchmark tools: data generator and HTTP loader.
     Bench {
         #[command(subcommand)]
@@ -109,6 +116,8 @@ fn main() {
         Cmd::Import(args) => client::import(args),
         Cmd::Bench { what } => bench::run(what),
         Cmd::Token { what } => token::run(what),
+        Cmd::Check(args) => check::check(args),
+        Cmd::Repair(args) => check::repair(args),
     };
     if let Err(e) = result {
         eprintln!("error: {e}");

@@ -161,6 +161,26 @@ impl RowBatch {
         buf: &[u8],
         resolve: impl Fn(u32) -> Option<&'k [u8]>,
     ) -> Result<RowBatch> {
+        Self::decode_inner(buf, resolve, |_| {})
+    }
+
+    /// [`RowBatch::decode_keyed`], also returning for each row the series id it named
+    /// (`None`: its key was written inline) — what `tempora repair` needs to re-encode a
+    /// record without some of its rows.
+    pub fn decode_with_refs<'k>(
+        buf: &[u8],
+        resolve: impl Fn(u32) -> Option<&'k [u8]>,
+    ) -> Result<(RowBatch, Vec<Option<u32>>)> {
+        let mut refs = Vec::new();
+        let b = Self::decode_inner(buf, resolve, |r| refs.push(r))?;
+        Ok((b, refs))
+    }
+
+    fn decode_inner<'k>(
+        buf: &[u8],
+        resolve: impl Fn(u32) -> Option<&'k [u8]>,
+        mut on_row: impl FnMut(Option<u32>),
+    ) -> Result<RowBatch> {
         let mut r = Reader { buf, pos: 0 };
         let table = r.str32()?;
         let tag_names = r.names()?;
@@ -180,8 +200,10 @@ impl RowBatch {
         for _ in 0..n_rows {
             let head = r.u32()?;
             let key = if head & KEY_REF != 0 {
+                on_row(Some(head & !KEY_REF));
                 resolve(head & !KEY_REF).ok_or_else(|| r.err("reference to an unknown series"))?
             } else {
+                on_row(None);
                 r.take(head as usize)?
             };
             let key_len = key.len();

@@ -9,6 +9,7 @@
 
 pub mod auth;
 pub mod body;
+pub mod check;
 pub mod config;
 pub mod csv_import;
 pub mod error;
@@ -76,7 +77,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .with_state(state)
 }
 
-fn engine_options(c: &Config) -> Result<EngineOptions, ServerError> {
+pub(crate) fn engine_options(c: &Config) -> Result<EngineOptions, ServerError> {
     let mut o = EngineOptions::default();
     if c.workers > 0 {
         o.workers = c.workers;
@@ -141,7 +142,11 @@ fn open(c: &Config, access: Arc<auth::Access>) -> Result<Inner, ServerError> {
         ServerError::Internal(format!("data directory {}: {e}", c.data_dir.display()))
     })?;
     let io = EngineIo::local(c.data_dir.join("db"))?;
-    let engine = Arc::new(Engine::open(engine_options(c)?, io)?);
+    let engine = Engine::open(engine_options(c)?, io).map_err(|e| match e.is_damage() {
+        true => ServerError::Internal(format!("{e}\n{}", check::damage_hint(&c.data_dir))),
+        false => e.into(),
+    })?;
+    let engine = Arc::new(engine);
     let gate = Arc::new(Gate::start(
         engine.clone(),
         GateOptions {

@@ -173,3 +173,19 @@ pub(crate) fn io_err(op: &'static str, path: impl Into<String>, e: io::Error) ->
         source: e,
     }
 }
+
+impl StorageError {
+    /// Damaged files (a log, the manifest, an index or data file): what `tempora check`
+    /// explains and `tempora repair` fixes.
+    pub fn is_damage(&self) -> bool {
+        matches!(
+            self,
+            StorageError::Wal(tempora_wal::WalError::Corrupt { .. })
+                | StorageError::Wal(tempora_wal::WalError::UnsupportedVersion { .. })
+                | StorageError::CorruptManifest { .. }
+                | StorageError::Corrupt { .. }
+                | StorageError::Index(_)
+                | StorageError::Parquet { .. }
+        )
+    }
+}

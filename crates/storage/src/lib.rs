@@ -37,6 +37,7 @@
 //! - Every queue, buffer and budget has a named limit in [`EngineOptions`].
 
 pub mod catalog;
+pub mod check;
 pub mod clock;
 pub mod dense;
 pub mod engine;

@@ -148,6 +148,10 @@ pub struct FileMeta {
     /// `last_rows` name nothing, and the rows' time range is answered from `rollups` only.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub raw_expired: bool,
+    /// CRC-32C of the data file's bytes, checked by `tempora check` (None: files written
+    /// before it was recorded; added within format version 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crc32c: Option<u32>,
 }
 
 /// One rollup file of a data file.

@@ -66,6 +66,7 @@ impl Output {
         };
         let id = self.catalog.next_file_id();
         let path = format!("{}/{id:016x}.parquet", key.dir());
+        let crc = crc32c::crc32c(&data);
         self.store.put(&path, data)?;
         written.push(path.clone());
         let started = std::time::Instant::now();
@@ -102,6 +103,7 @@ impl Output {
             None => None,
         };
         Ok(Some(FileMeta {
+            crc32c: Some(crc),
             last_rows,
             id,
             path,

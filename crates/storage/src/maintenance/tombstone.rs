@@ -261,6 +261,7 @@ mod tests {
             key_range: None,
             rollups: Vec::new(),
             raw_expired: false,
+            crc32c: None,
         }
     }
 

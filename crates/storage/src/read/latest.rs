@@ -206,6 +206,7 @@ fn newest_rows_snapshot(store: &FileStore, snap: &RegionSnapshot) -> Option<Regi
                 FileMeta {
                     path: path.clone(),
                     last_rows: None,
+                    crc32c: None,
                     ..f.meta.clone()
                 },
                 store.clone(),

@@ -254,7 +254,20 @@ pub(crate) fn replay_wals(
     ids.dedup();
     let mut opened = Vec::new();
     for &id in &ids {
-        opened.push((id, Wal::open(wals.store(id)?, r.wal.clone())?));
+        // Damage names the log as well as the segment (`wal/0/….wal`).
+        let wal = Wal::open(wals.store(id)?, r.wal.clone()).map_err(|e| match e {
+            tempora_wal::WalError::Corrupt {
+                segment,
+                offset,
+                reason,
+            } => tempora_wal::WalError::Corrupt {
+                segment: format!("wal/{id}/{segment}"),
+                offset,
+                reason,
+            },
+            e => e,
+        })?;
+        opened.push((id, wal));
     }
     let done = apply_parallel(r, &opened)?;
     let (rows, foreign) = (done.rows.into_inner(), done.foreign_rows.into_inner());

@@ -47,9 +47,20 @@ impl WalFactory for DirWals {
         let Ok(rd) = std::fs::read_dir(&self.0) else {
             return Ok(Vec::new());
         };
-        Ok(rd
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-            .collect())
+        let mut ids = Vec::new();
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            // A log `tempora repair` is swapping: opening now could miss its records.
+            if name.ends_with(crate::check::REPAIRING) || name.ends_with(crate::check::DAMAGED) {
+                return Err(StorageError::Corrupt {
+                    path: e.path().display().to_string(),
+                    reason: "a repair of this log was interrupted: run `tempora repair` again"
+                        .into(),
+                });
+            }
+            ids.extend(name.parse::<usize>().ok());
+        }
+        Ok(ids)
     }
 }
 

@@ -18,6 +18,7 @@ fn file(id: u64) -> FileMeta {
         key_range: None,
         rollups: Vec::new(),
         raw_expired: false,
+        crc32c: None,
     }
 }
 
