@@ -108,7 +108,7 @@ pub fn scan_log(files: &[(String, Vec<u8>)], max_record_size: usize) -> LogScan 
         let last_before = last;
         // A damaged end of the previous segment already explains a header that names a
         // later predecessor seq.
-        let prev_damaged = matches!(scan.items.last(), Some(Item::Damage(_)));
+        let prev_damaged = matches!(scan.items.last(), Some(Item::Damage(d)) if d.may_hold_records);
         s.scan(*name_seq, &mut last, &mut scan.items);
         if let Some(p) = prev_name
             && !prev_damaged
@@ -228,7 +228,7 @@ impl Segment<'_> {
                 Err(e) => pos = self.resync(pos, e.reason(), *last, sealed, out),
             }
         }
-        if !self.is_last && !sealed && data.len() >= HEADER_LEN {
+        if !self.is_last && !sealed {
             let why = "segment is not sealed: it was cut short".to_string();
             out.push(Item::Damage(self.damage(data.len()..data.len(), why, None)));
         }

@@ -91,6 +91,17 @@ pub(crate) fn apply(
             ));
         }
     }
+    // Logs before the manifest: until the commit names a rebuilt index, the moved-away
+    // index makes the engine refuse to start, so a log is never replayed against ids it was
+    // not planned for.
+    for l in &plan.logs {
+        rewrite_log(dir, quarantine, o, &l.log, &l.keep)?;
+        report.actions.push(format!(
+            "rewrote log {} with {} records",
+            l.log,
+            l.keep.len()
+        ));
+    }
     let store = FileStore::local(dir)?;
     for (p, bytes) in &plan.indexes {
         store.put(p, Bytes::from(bytes.clone()))?;
@@ -103,14 +114,6 @@ pub(crate) fn apply(
             "manifest version {}: {} edits",
             m.state().version,
             plan.edits.len()
-        ));
-    }
-    for l in &plan.logs {
-        rewrite_log(dir, quarantine, o, &l.log, &l.keep)?;
-        report.actions.push(format!(
-            "rewrote log {} with {} records",
-            l.log,
-            l.keep.len()
         ));
     }
     Ok(())

@@ -125,6 +125,11 @@ impl<'a> Planner<'a> {
                 }
             }
         }
+        if !open_damage.is_empty() {
+            // Damage at the log's end may still have introduced ids that records in a later
+            // log name.
+            self.gap(u64::MAX);
+        }
         plan
     }
 
@@ -200,6 +205,7 @@ impl<'a> Planner<'a> {
             return true;
         };
         let mut kept = Vec::with_capacity(refs.len());
+        let mut flagged = false;
         for (i, r) in refs.iter().enumerate() {
             let why = match *r {
                 None => {
@@ -220,6 +226,19 @@ impl<'a> Planner<'a> {
                 Some(id) if id >= sim.count() => Some("it names a series id nothing introduced"),
                 Some(_) => None,
             };
+            if why.is_some() && !flagged {
+                flagged = true;
+                report.findings.push(Finding {
+                    file: log.to_string(),
+                    bytes: None,
+                    reason: format!("record seq {seq} names series that cannot be attributed"),
+                    effect:
+                        "those rows are listed as lost and the record is rewritten without them"
+                            .into(),
+                    blocks_start: why == Some("it names a series id nothing introduced"),
+                    repairable: true,
+                });
+            }
             match why {
                 None => kept.push(i as u32),
                 Some(reason) => report.lost_rows.push(LostRow {

@@ -167,6 +167,7 @@ fn check_region(
 ) -> RegionBase {
     let table = table_name(state, &region.key).unwrap_or_default();
     let mut rebuild = false;
+    let mut index_finding = None;
     if let Some(p) = &region.index_path {
         report.files_checked += 1;
         let verdict = store
@@ -174,6 +175,7 @@ fn check_region(
             .map_err(|e| e.to_string())
             .and_then(|b| files::verify_index(&b, o.index_limits).map(|_| ()));
         if let Err(reason) = verdict {
+            index_finding = Some(report.findings.len());
             report.findings.push(Finding {
                 file: p.clone(),
                 bytes: None,
@@ -185,7 +187,6 @@ fn check_region(
                 blocks_start: true,
                 repairable: true,
             });
-            plan.quarantine.insert(p.clone());
             rebuild = true;
         }
     }
@@ -204,6 +205,9 @@ fn check_region(
     let path = format!("{}/rebuilt-{}.tidx", region.key.dir(), state.version + 1);
     match files::rebuild_index(&keys, o.index_limits) {
         Ok((ix, bytes)) => {
+            if let Some(old) = &region.index_path {
+                plan.quarantine.insert(old.clone());
+            }
             plan.indexes.push((path.clone(), bytes));
             plan.edits.push(Edit::Flush {
                 region: region.key,
@@ -223,11 +227,18 @@ fn check_region(
                 file: region.key.dir(),
                 bytes: None,
                 reason,
-                effect: "the index cannot be rebuilt".into(),
+                effect: "the index cannot be rebuilt; it is left in place".into(),
                 blocks_start: true,
                 repairable: false,
             });
-            RegionBase::default()
+            if let Some(i) = index_finding {
+                report.findings[i].repairable = false;
+            }
+            RegionBase {
+                table: None, // its log records are kept as they are
+                flushed_seq: region.flushed_seq,
+                ..Default::default()
+            }
         }
     }
 }

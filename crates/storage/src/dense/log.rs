@@ -74,6 +74,18 @@ impl LogState {
     /// Opens the log of the table in `dir`.
     pub fn open(dir: &Path, config: LogConfig) -> Result<LogState> {
         let ldir = log_dir(dir);
+        // A log `tempora repair` is swapping: opening now could miss its records.
+        for suffix in [crate::check::REPAIRING, crate::check::DAMAGED] {
+            let mut aside = ldir.clone().into_os_string();
+            aside.push(suffix);
+            if Path::new(&aside).exists() {
+                return Err(crate::error::StorageError::Corrupt {
+                    path: Path::new(&aside).display().to_string(),
+                    reason: "a repair of this log was interrupted: run `tempora repair` again"
+                        .into(),
+                });
+            }
+        }
         let store = FsLogStore::new(&ldir)
             .map_err(|e| io_err("open dense log", ldir.display().to_string(), e))?;
         let wal = Wal::open(Arc::new(store), config.wal.clone())?;
