@@ -101,9 +101,13 @@ pub fn pg_messages(data: &[u8]) {
     }
 }
 
-/// A write-ahead log segment: its header and frames, as replay reads them.
+/// A write-ahead log segment: its header and frames, as replay reads them and as the
+/// check/repair scan reads them.
 pub fn wal(data: &[u8]) {
     tempora_wal::fuzzing::read_segment(data);
+    // The forgiving scan of `tempora check` and `repair` reads the same bytes past damage.
+    let files = [("00000000000000000001.wal".to_string(), data.to_vec())];
+    let _ = tempora_wal::scan_log(&files, 1 << 20);
 }
 
 /// The manifest: framed edit files and checkpoints.

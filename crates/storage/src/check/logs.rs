@@ -83,6 +83,9 @@ pub(crate) struct Planner<'a> {
     sims: HashMap<String, Sim>,
     /// The first seq after each damaged range that may have held records.
     gaps: Vec<u64>,
+    /// Keep every record as it is (dense tables' self-contained records, or a directory
+    /// whose manifest cannot be read): findings only.
+    pub keep_all: bool,
 }
 
 impl<'a> Planner<'a> {
@@ -92,6 +95,7 @@ impl<'a> Planner<'a> {
             base,
             sims: HashMap::new(),
             gaps: Vec::new(),
+            keep_all: false,
         }
     }
 
@@ -120,8 +124,12 @@ impl<'a> Planner<'a> {
                         self.gap(r.seq);
                     }
                     last_seq = Some(r.seq);
-                    let dropped = self.record(log, r.seq, &r.payload, &mut plan, report);
-                    plan.rewrite |= dropped;
+                    if self.keep_all {
+                        plan.keep.push((r.seq, r.payload.clone()));
+                    } else {
+                        let dropped = self.record(log, r.seq, &r.payload, &mut plan, report);
+                        plan.rewrite |= dropped;
+                    }
                 }
             }
         }
@@ -289,5 +297,168 @@ fn damage_finding(log: &str, d: &Damage, last_seq: Option<u64>) -> Finding {
         effect,
         blocks_start: !d.torn_tail,
         repairable: !d.torn_tail,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tempora_model::{FieldValue, RowBatchBuilder, TableId, Timestamp};
+    use tempora_wal::ScannedRecord;
+
+    const REGION: RegionKey = RegionKey {
+        table: TableId(3),
+        start: 0,
+        end: 1000,
+        bucket: 0,
+        buckets: 1,
+    };
+
+    /// A record of rows `(series, by_id)`: `by_id` names the series by that id.
+    fn record(seq: u64, rows: &[(&str, Option<u32>)]) -> Item {
+        let mut b = RowBatchBuilder::new("m").unwrap();
+        for (i, (s, _)) in rows.iter().enumerate() {
+            let v = [("v", FieldValue::I64(i as i64))];
+            b.push(&[("s", s)], &v, Timestamp(seq as i64 * 10 + i as i64))
+                .unwrap();
+        }
+        let b = b.finish();
+        let mut out = Vec::new();
+        out.extend_from_slice(&(REGION.table.0 | crate::write::wal::SPAN_FLAG).to_le_bytes());
+        out.extend_from_slice(&REGION.start.to_le_bytes());
+        out.extend_from_slice(&REGION.end.to_le_bytes());
+        out.extend_from_slice(&REGION.bucket.to_le_bytes());
+        out.extend_from_slice(&REGION.buckets.to_le_bytes());
+        b.encode_rows_keyed(None, |i| rows[i].1, &mut out);
+        Item::Record(ScannedRecord {
+            segment: "00000000000000000001.wal".into(),
+            offset: 0,
+            seq,
+            payload: out,
+        })
+    }
+
+    fn damage() -> Item {
+        Item::Damage(tempora_wal::Damage {
+            segment: "00000000000000000001.wal".into(),
+            start: 100,
+            end: 150,
+            reason: "frame checksum mismatch".into(),
+            next: Some((150, 9)),
+            torn_tail: false,
+            may_hold_records: true,
+        })
+    }
+
+    fn key(s: &str) -> Vec<u8> {
+        let mut b = RowBatchBuilder::new("m").unwrap();
+        b.push(&[("s", s)], &[("v", FieldValue::I64(0))], Timestamp(0))
+            .unwrap();
+        b.finish().row(0).key.to_vec()
+    }
+
+    /// (kept records as (seq, row count), lost rows as (seq, series id)).
+    type Outcome = (Vec<(u64, usize)>, Vec<(u64, u32)>);
+
+    fn run(base: RegionBase, items: Vec<Item>) -> (Outcome, Report) {
+        let mut f = |_: &RegionKey| base.clone();
+        let mut p = Planner::new(LegacyLayout::default(), &mut f);
+        let mut report = Report::default();
+        let plan = p.plan_log("wal/0", &LogScan { items }, &mut report);
+        let kept = plan
+            .keep
+            .iter()
+            .map(|(seq, payload)| {
+                let rows = RowBatch::decode_keyed(&payload[28..], |_| Some(&b"x"[..]))
+                    .unwrap()
+                    .len();
+                (*seq, rows)
+            })
+            .collect();
+        let lost = report
+            .lost_rows
+            .iter()
+            .map(|r| (r.seq, r.series_id))
+            .collect();
+        ((kept, lost), report)
+    }
+
+    #[test]
+    fn cases() {
+        let table = || RegionBase {
+            table: Some("db.m".into()),
+            ..Default::default()
+        };
+        let cases: Vec<(&str, RegionBase, Vec<Item>, Outcome)> = vec![
+            (
+                "no damage keeps every record as it is",
+                table(),
+                vec![
+                    record(1, &[("a", None), ("b", None)]),
+                    record(2, &[("a", Some(0)), ("c", None)]),
+                ],
+                (vec![(1, 2), (2, 2)], vec![]),
+            ),
+            (
+                "after a lost record, ids from the region's count on are dropped",
+                table(),
+                vec![
+                    record(1, &[("a", None), ("b", None)]),
+                    damage(),
+                    record(9, &[("a", Some(0)), ("c", Some(2)), ("d", None)]),
+                    record(10, &[("d", Some(3)), ("b", Some(1))]),
+                ],
+                (vec![(1, 2), (9, 2), (10, 1)], vec![(9, 2), (10, 3)]),
+            ),
+            (
+                "a region flushed past the loss keeps its ids",
+                RegionBase {
+                    flushed_seq: 8,
+                    keys: vec![key("a"), key("b"), key("c")],
+                    ..table()
+                },
+                vec![damage(), record(9, &[("c", Some(2))])],
+                (vec![(9, 1)], vec![]),
+            ),
+            (
+                "records at or below the flushed seq are kept untouched",
+                RegionBase {
+                    flushed_seq: 5,
+                    ..table()
+                },
+                vec![record(4, &[("z", Some(7))])],
+                (vec![(4, 1)], vec![]),
+            ),
+            (
+                "a rebuilt index keeps only rows that carry their key",
+                RegionBase {
+                    keys: vec![key("a")],
+                    rebuilt: true,
+                    ..table()
+                },
+                vec![record(1, &[("a", Some(0)), ("b", None)])],
+                (vec![(1, 1)], vec![(1, 0)]),
+            ),
+            (
+                "an id nothing introduced is dropped, and a record left empty goes",
+                table(),
+                vec![record(1, &[("q", Some(4))])],
+                (vec![], vec![(1, 4)]),
+            ),
+            (
+                "a dropped table's records are kept for replay to skip",
+                RegionBase::default(),
+                vec![record(1, &[("q", Some(4))])],
+                (vec![(1, 1)], vec![]),
+            ),
+        ];
+        for (name, base, items, want) in cases {
+            let damaged = items.iter().any(|i| matches!(i, Item::Damage(_)));
+            let (got, report) = run(base, items);
+            assert_eq!(got, want, "{name}");
+            // Every loss is a finding (check's exit code), and nothing else is.
+            let findings = report.findings.iter().filter(|f| f.repairable).count();
+            assert_eq!(findings > 0, damaged || !want.1.is_empty(), "{name}");
+        }
     }
 }

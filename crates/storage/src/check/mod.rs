@@ -373,49 +373,48 @@ fn plan_logs(
     for (id, path) in log_dirs(&dir.join("wal"), |n| n.parse::<usize>().ok())? {
         let scan = scan_dir(&path, o)?;
         let log = format!("wal/{id}");
-        if state.is_none() {
-            report_damage_only(&log, &scan, report);
-            continue;
-        }
+        let keep_all = state.is_none();
+        planner.keep_all = keep_all;
         let p = planner.plan_log(&log, &scan, report);
-        if p.rewrite {
+        if p.rewrite && !keep_all {
             plan.logs.push(p);
         }
     }
+    let mut none = |_: &RegionKey| RegionBase::default();
+    let mut dense_planner = Planner::new(o.legacy, &mut none);
+    dense_planner.keep_all = true;
     let dense = |n: &str| n.strip_suffix(".wal").map(str::to_string);
     for (name, path) in log_dirs(&dir.join("dense"), dense)? {
         let scan = scan_dir(&path, o)?;
-        let log = format!("dense/{name}.wal");
-        report_damage_only(&log, &scan, report);
-        if scan.refuses_open() && state.is_some() {
-            let keep = scan.records().map(|r| (r.seq, r.payload.clone())).collect();
-            plan.logs.push(LogPlan {
-                log,
-                keep,
-                rewrite: true,
-            });
+        let p = dense_planner.plan_log(&format!("dense/{name}.wal"), &scan, report);
+        if p.rewrite && state.is_some() {
+            plan.logs.push(p);
         }
     }
+    interrupted_swaps(dir, report);
     Ok(())
 }
 
-/// Findings for a log whose records are kept as they are (dense tables' self-contained
-/// records, or any log when the manifest is unreadable).
-fn report_damage_only(log: &str, scan: &tempora_wal::LogScan, report: &mut Report) {
-    let mut empty = |_: &RegionKey| RegionBase::default();
-    let mut p = Planner::new(LegacyLayout::default(), &mut empty);
-    let mut sub = Report::default();
-    let damage_only = tempora_wal::LogScan {
-        items: scan
-            .items
-            .iter()
-            .filter(|i| matches!(i, tempora_wal::Item::Damage(_)))
-            .cloned()
-            .collect(),
-    };
-    p.plan_log(log, &damage_only, &mut sub);
-    report.findings.extend(sub.findings);
-    report.records_checked += scan.records().count() as u64;
+/// A log swap a crash interrupted blocks the start until `repair` finishes it.
+fn interrupted_swaps(dir: &Path, report: &mut Report) {
+    for parent in ["wal", "dense"] {
+        let Ok(rd) = std::fs::read_dir(dir.join(parent)) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.ends_with(REPAIRING) || name.ends_with(DAMAGED) {
+                report.findings.push(Finding {
+                    file: format!("{parent}/{name}"),
+                    bytes: None,
+                    reason: "a repair of this log was interrupted".into(),
+                    effect: "the server refuses to start until `tempora repair` finishes it".into(),
+                    blocks_start: true,
+                    repairable: true,
+                });
+            }
+        }
+    }
 }
 
 /// Subdirectories of `dir` whose names `parse` accepts, sorted by the parsed value.
