@@ -75,6 +75,7 @@ impl PgDispatch {
             cancels: Arc::default(),
             hooks: vec![
                 Arc::new(CursorStatementHook),
+                Arc::new(crate::pg_show::ShowSettings),
                 Arc::new(SetShowHook),
                 Arc::new(TransactionStatementHook),
             ],
@@ -179,7 +180,7 @@ impl PgDispatch {
         if matches!(stmt, Statement::Set(_)) {
             pg_limits::store_options(client, &opts);
         }
-        let r = response(client, out, format)?;
+        let r = response(client, out, format, stmt)?;
         Ok(guard.response(r))
     }
 
@@ -222,10 +223,16 @@ fn response<C: ClientInfo + ?Sized>(
     client: &C,
     out: Output,
     format: &Format,
+    stmt: &Statement,
 ) -> PgWireResult<Response> {
     Ok(match out {
         Output::Rows { schema, stream } => {
             let opts = Arc::new(FormatOptions::from_client_metadata(client.metadata()));
+            let query = match stmt {
+                Statement::Query(q) => Some(q.query.as_ref()),
+                _ => None,
+            };
+            let schema = crate::pg_names::renamed(&schema, query);
             let fields = arrow_schema_to_pg_fields(&schema, format, Some(opts))?;
             let batches = stream.map(|b| b.map_err(|e| PgWireError::ApiError(Box::new(e))));
             Response::Query(crate::pg_encode::query_response(Arc::new(fields), batches))
@@ -341,13 +348,18 @@ impl QueryParser for DispatchParser {
         stmt: &PgStatement,
         format: Option<&Format>,
     ) -> PgWireResult<Vec<FieldInfo>> {
-        let Some((_, plan)) = &stmt.1 else {
+        let Some((parsed, plan)) = &stmt.1 else {
             return Ok(vec![]);
         };
         let schema = match PreparedNode::of(plan) {
             Some(p) => p.schema(),
             None => Arc::new(plan.schema().as_arrow().clone()),
         };
+        let query = match parsed {
+            sqlparser::ast::Statement::Query(q) => Some(q.as_ref()),
+            _ => None,
+        };
+        let schema = crate::pg_names::renamed(&schema, query);
         arrow_schema_to_pg_fields(&schema, format.unwrap_or(&Format::UnifiedText), None)
     }
 }

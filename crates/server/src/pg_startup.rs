@@ -50,6 +50,8 @@ impl Default for Parameters {
     fn default() -> Self {
         let mut p = DefaultServerParameterProvider::default();
         p.time_zone = REPORTED_TIME_ZONE.to_string();
+        p.server_version = tempora_query::functions::pg_settings::setting("server_version")
+            .expect("a known setting");
         Self(p)
     }
 }

@@ -15,6 +15,8 @@
 //!   model's detector per series with its kept state (see [`model_anomaly`]).
 //! - `forecast('model', horizon)`: a forecasting model's next points per series (see
 //!   [`forecast`]).
+//! - `current_setting(name [, missing_ok])` and a PostgreSQL-form `version()` (replacing
+//!   DataFusion's), for PostgreSQL clients (see [`pg_settings`]).
 
 pub mod anomaly;
 pub mod columns;
@@ -23,6 +25,7 @@ pub mod date_trunc;
 pub mod first_last;
 pub mod forecast;
 pub mod model_anomaly;
+pub mod pg_settings;
 pub mod rollup_table;
 pub mod sample_bucket;
 pub mod tables;
@@ -55,4 +58,6 @@ pub fn register_all(ctx: &SessionContext) {
         )));
     }
     ctx.add_analyzer_rule(Arc::new(first_last::FirstLastTimeRule));
+    ctx.register_udf(ScalarUDF::new_from_impl(pg_settings::CurrentSetting::new()));
+    ctx.register_udf(ScalarUDF::new_from_impl(pg_settings::Version::new()));
 }

@@ -1,0 +1,181 @@
+//! PostgreSQL type names in `information_schema.columns.data_type`.
+//!
+//! DataFusion's information schema names column types as Arrow does (`Utf8`,
+//! `Timestamp(ns, "UTC")`); Grafana's query builder, DBeaver and SQLAlchemy read
+//! `data_type` to find time and text columns and expect PostgreSQL's names (`text`,
+//! `timestamp with time zone`). This analyzer rule wraps every scan of
+//! `information_schema.columns` — however the query spells it (alias, case, quoting,
+//! subquery, join) — in a projection that maps `data_type` through [`pg_type_name`].
+//!
+//! Invariant: [`pg_type_name`] is idempotent (a PostgreSQL name maps to itself), so a plan
+//! analysed twice is unchanged by the second pass.
+
+use std::str::FromStr;
+use std::sync::Arc;
+
+use arrow::array::{AsArray, StringArray};
+use arrow::datatypes::{DataType, TimeUnit};
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{Result, ScalarValue};
+use datafusion::logical_expr::{
+    ColumnarValue, Expr, LogicalPlan, LogicalPlanBuilder, ScalarFunctionArgs, ScalarUDF,
+    ScalarUDFImpl, Signature, Volatility,
+};
+use datafusion::optimizer::AnalyzerRule;
+
+/// PostgreSQL's name (as `information_schema.columns.data_type` gives it) of an Arrow type
+/// written as Arrow displays it; text that is not an Arrow type is returned as it is.
+pub fn pg_type_name(arrow: &str) -> String {
+    let Ok(t) = DataType::from_str(arrow) else {
+        return arrow.to_string();
+    };
+    of(&t).unwrap_or(arrow).to_string()
+}
+
+fn of(t: &DataType) -> Option<&'static str> {
+    Some(match t {
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "text",
+        DataType::Dictionary(_, v) => return of(v),
+        DataType::Boolean => "boolean",
+        DataType::Int8 | DataType::Int16 | DataType::UInt8 => "smallint",
+        DataType::Int32 | DataType::UInt16 => "integer",
+        DataType::Int64 | DataType::UInt32 => "bigint",
+        DataType::UInt64 | DataType::Decimal128(..) | DataType::Decimal256(..) => "numeric",
+        DataType::Float16 | DataType::Float32 => "real",
+        DataType::Float64 => "double precision",
+        DataType::Timestamp(_, Some(_)) => "timestamp with time zone",
+        DataType::Timestamp(_, None) => "timestamp without time zone",
+        DataType::Date32 | DataType::Date64 => "date",
+        DataType::Time32(_) | DataType::Time64(_) => "time without time zone",
+        DataType::Interval(_) | DataType::Duration(TimeUnit::Nanosecond) => "interval",
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => "bytea",
+        DataType::FixedSizeBinary(_) => "bytea",
+        DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..) => "ARRAY",
+        DataType::Null => "unknown",
+        _ => "USER-DEFINED",
+    })
+}
+
+/// `pg_type_name(text)` as a function (used by the rule; callable from SQL too).
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct PgTypeName {
+    signature: Signature,
+}
+
+impl Default for PgTypeName {
+    fn default() -> Self {
+        Self {
+            signature: Signature::exact(vec![DataType::Utf8], Volatility::Immutable),
+        }
+    }
+}
+
+impl ScalarUDFImpl for PgTypeName {
+    fn name(&self) -> &str {
+        "pg_type_name"
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        Ok(match &args.args[0] {
+            ColumnarValue::Scalar(ScalarValue::Utf8(v)) => {
+                ColumnarValue::Scalar(ScalarValue::Utf8(v.as_deref().map(pg_type_name)))
+            }
+            ColumnarValue::Array(a) => {
+                let out: StringArray = a
+                    .as_string::<i32>()
+                    .iter()
+                    .map(|v| v.map(pg_type_name))
+                    .collect();
+                ColumnarValue::Array(Arc::new(out))
+            }
+            other => {
+                return datafusion::common::exec_err!("pg_type_name: unexpected {other:?}");
+            }
+        })
+    }
+}
+
+/// The rule.
+#[derive(Debug, Default)]
+pub struct PgTypeNamesRule;
+
+fn is_columns_table(scan: &datafusion::logical_expr::TableScan) -> bool {
+    let t = &scan.table_name;
+    t.table() == "columns" && t.schema() == Some("information_schema")
+}
+
+impl AnalyzerRule for PgTypeNamesRule {
+    fn name(&self) -> &str {
+        "tempora_pg_type_names"
+    }
+
+    fn analyze(&self, plan: LogicalPlan, _: &ConfigOptions) -> Result<LogicalPlan> {
+        let udf = Arc::new(ScalarUDF::new_from_impl(PgTypeName::default()));
+        plan.transform_up(|node| {
+            let LogicalPlan::TableScan(scan) = &node else {
+                return Ok(Transformed::no(node));
+            };
+            if !is_columns_table(scan)
+                || scan
+                    .projected_schema
+                    .field_with_unqualified_name("data_type")
+                    .is_err()
+            {
+                return Ok(Transformed::no(node));
+            }
+            let exprs: Vec<Expr> = scan
+                .projected_schema
+                .iter()
+                .map(|(q, f)| {
+                    let col = Expr::Column(datafusion::common::Column::new(q.cloned(), f.name()));
+                    if f.name() == "data_type" {
+                        udf.call(vec![col]).alias_qualified(q.cloned(), "data_type")
+                    } else {
+                        col
+                    }
+                })
+                .collect();
+            let wrapped = LogicalPlanBuilder::from(node).project(exprs)?.build()?;
+            Ok(Transformed::yes(wrapped))
+        })
+        .map(|t| t.data)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arrow_names_become_postgres_names() {
+        let cases = [
+            ("tag", "Utf8", "text"),
+            ("time", "Timestamp(ns, \"UTC\")", "timestamp with time zone"),
+            (
+                "time without zone",
+                "Timestamp(ns)",
+                "timestamp without time zone",
+            ),
+            ("float field", "Float64", "double precision"),
+            ("integer field", "Int64", "bigint"),
+            ("unsigned field", "UInt64", "numeric"),
+            ("boolean field", "Boolean", "boolean"),
+            ("dictionary tag", "Dictionary(Int32, Utf8)", "text"),
+            ("already postgres (idempotent)", "text", "text"),
+            (
+                "already postgres, two words",
+                "double precision",
+                "double precision",
+            ),
+        ];
+        for (name, arrow, want) in cases {
+            assert_eq!(pg_type_name(arrow), want, "{name}");
+        }
+    }
+}
