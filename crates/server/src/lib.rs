@@ -15,6 +15,7 @@ pub mod csv_import;
 pub mod error;
 pub mod import;
 pub mod influx;
+pub mod json_ingest;
 pub mod memory;
 pub mod ops;
 pub mod pg;
@@ -62,6 +63,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/query", get(influx::query).post(influx::query))
         .route("/api/v1/sql", get(sql_http::sql).post(sql_http::sql))
         .route("/api/v1/import", post(import::import))
+        .route("/api/v1/ingest/json", post(json_ingest::ingest))
         .route("/health", get(ops::health))
         .route("/metrics", get(ops::metrics))
         .route(
