@@ -77,7 +77,10 @@ fn json_rows_are_written_and_bad_objects_named() {
     // Object 4 writes a string into the float column: the engine's type check names it.
     assert!(rejected[2].1.contains('v'), "{text}");
     assert_eq!(
-        s.psql("j", "SELECT CAST(time AS BIGINT) AS t, CAST(v AS BIGINT) FROM m ORDER BY t"),
+        s.psql(
+            "j",
+            "SELECT CAST(time AS BIGINT) AS t, CAST(v AS BIGINT) FROM m ORDER BY t"
+        ),
         "1,1\n4,4\n"
     );
     // Whole-body refusals.

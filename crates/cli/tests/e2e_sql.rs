@@ -141,9 +141,9 @@ fn timescaledb_style_sql_runs_unmodified() {
              AND time >= '2016-01-01T20:08:00Z' AND time < '2016-01-01T20:30:00Z' \
              SAMPLE BY 5m FILL(PREV)"
         ),
-        "2016-01-01 20:05:00.000000+00,\n2016-01-01 20:10:00.000000+00,4.0\n\
-         2016-01-01 20:15:00.000000+00,9.0\n2016-01-01 20:20:00.000000+00,9.0\n\
-         2016-01-01 20:25:00.000000+00,9.0\n"
+        "2016-01-01 20:05:00.000000+00,\n2016-01-01 20:10:00.000000+00,4\n\
+         2016-01-01 20:15:00.000000+00,9\n2016-01-01 20:20:00.000000+00,9\n\
+         2016-01-01 20:25:00.000000+00,9\n"
     );
     let out = s.psql_output(
         "ts",
@@ -180,7 +180,7 @@ fn grafana_postgres_data_source_statements_run() {
              FROM information_schema.columns WHERE quote_ident(table_name) = 'cpu' \
              ORDER BY ordinal_position",
             // Tags, then time, then fields, as the table stores them.
-            "host|Utf8\nregion|Utf8\ntime|Timestamp(ns, \"UTC\")\nusage|Float64\n",
+            "host|text\nregion|text\ntime|timestamp with time zone\nusage|double precision\n",
         ),
         (
             "time series panel",

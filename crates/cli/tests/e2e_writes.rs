@@ -27,7 +27,7 @@ fn line_protocol_edge_cases_store_what_influxdb_would() {
             "/write?db=lp&precision=s",
             "my\\ m,t=a v=1 1\n",
             "SELECT t, v FROM \"my m\"",
-            "a,1.0\n",
+            "a,1\n",
         ),
         (
             "escaped comma and equals in tag key and value",
@@ -41,7 +41,7 @@ fn line_protocol_edge_cases_store_what_influxdb_would() {
             "/write?db=lp&precision=s",
             "m3 f\\ o\\,o\\=x=2 1\n",
             "SELECT \"f o,o=x\" FROM m3",
-            "2.0\n",
+            "2\n",
         ),
         (
             "quoted string with escaped quotes and backslash",
@@ -70,7 +70,7 @@ fn line_protocol_edge_cases_store_what_influxdb_would() {
             "/write?db=lp&precision=s",
             "m8,h=a v=1 5\nm8,h=a v=2 5\n",
             "SELECT count(*), max(v) FROM m8",
-            "1,2.0\n",
+            "1,2\n",
         ),
         (
             "out-of-order points come back in time order",
@@ -143,7 +143,7 @@ fn line_protocol_edge_cases_store_what_influxdb_would() {
     // A later write of the same point replaces it.
     let (code, _) = post(&s.url("/write?db=lp&precision=s"), "m8,h=a v=3 5\n");
     assert_eq!(code, "204");
-    assert_eq!(s.psql("lp", "SELECT count(*), max(v) FROM m8"), "1,3.0\n");
+    assert_eq!(s.psql("lp", "SELECT count(*), max(v) FROM m8"), "1,3\n");
     s.stop();
 }
 
@@ -226,7 +226,7 @@ fn csv_imports_over_http_and_with_the_cli() {
             "imp",
             "SELECT site, temp, status, CAST(time AS BIGINT) AS t FROM sensors ORDER BY time"
         ),
-        "north,3.0,ok,1704063780000000000\n\
+        "north,3,ok,1704063780000000000\n\
          north,1.5,ok,1704067200000000000\n\
          south,-0.5,\"low, very\",1704067260000000000\n"
             .replace("\"low, very\"", "low, very")

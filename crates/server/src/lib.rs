@@ -20,12 +20,14 @@ pub mod memory;
 pub mod ops;
 pub mod pg;
 pub mod pg_encode;
+pub mod pg_float;
 pub mod pg_frames;
 pub mod pg_limits;
 pub mod pg_names;
 pub mod pg_prepared;
 pub mod pg_show;
 pub mod pg_startup;
+pub mod prom_write;
 pub mod retention;
 pub mod sql_http;
 pub mod state;
@@ -64,6 +66,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/v1/sql", get(sql_http::sql).post(sql_http::sql))
         .route("/api/v1/import", post(import::import))
         .route("/api/v1/ingest/json", post(json_ingest::ingest))
+        .route("/api/v1/prom/write", post(prom_write::write))
+        .route("/api/v1/write", post(prom_write::write))
         .route("/health", get(ops::health))
         .route("/metrics", get(ops::metrics))
         .route(

@@ -349,7 +349,7 @@ fn write_float<T>(
 ) -> PgWireResult<()>
 where
     T: datafusion::arrow::datatypes::ArrowPrimitiveType,
-    T::Native: ToSqlText,
+    T::Native: ToSqlText + crate::pg_float::PgFloat,
 {
     if a.is_null(row) {
         put_null(buf);
@@ -358,6 +358,11 @@ where
     let v = a.value(row);
     if f.format != FieldFormat::Text {
         binary(v, buf);
+        return Ok(());
+    }
+    if f.options.extra_float_digits >= 1 {
+        // PostgreSQL's shortest text (`3`, `1e+20`), not ryu's (`3.0`, `1e20`).
+        put_value(buf, crate::pg_float::PgFloat::pg_text(v).as_bytes());
         return Ok(());
     }
     f.scratch.clear();

@@ -245,6 +245,12 @@ fn every_column_is_encoded_as_arrow_pg_encodes_it() {
     for (name, array) in columns() {
         for (fname, format) in &formats {
             for (style, digits) in styles {
+                // Floats in text with extra_float_digits >= 1 are PostgreSQL's (pg_float.rs),
+                // not arrow-pg's (`3` rather than `3.0`, `Infinity` rather than `inf`).
+                let float = matches!(array.data_type(), DataType::Float32 | DataType::Float64);
+                if float && *fname == "text" && digits >= 1 {
+                    continue;
+                }
                 let (ours, theirs) = both(&array, format, &options(style, digits));
                 assert_eq!(
                     ours, theirs,
@@ -254,7 +260,34 @@ fn every_column_is_encoded_as_arrow_pg_encodes_it() {
             }
         }
     }
-    assert_eq!(checked, 25 * 2 * 6);
+    // Skipped: two float columns in text under the four settings with extra_float_digits >= 1.
+    assert_eq!(checked, 25 * 2 * 6 - 2 * 4);
+}
+
+#[test]
+fn floats_in_text_are_postgres_text() {
+    let a: ArrayRef = Arc::new(datafusion::arrow::array::Float64Array::from(vec![
+        Some(16.0),
+        Some(-0.0),
+        None,
+        Some(f64::INFINITY),
+        Some(1e20),
+    ]));
+    let (ours, _) = both(&a, &Format::UnifiedText, &options("ISO, MDY", 1));
+    let text = |s: &str| {
+        format!(
+            "(1, {:?})",
+            [&(s.len() as u32).to_be_bytes()[..], s.as_bytes()].concat()
+        )
+    };
+    let want = format!(
+        "[{}, {}, (1, [255, 255, 255, 255]), {}, {}]",
+        text("16"),
+        text("-0"),
+        text("Infinity"),
+        text("1e+20")
+    );
+    assert_eq!(ours, want);
 }
 
 #[test]

@@ -25,6 +25,7 @@ pub mod date_trunc;
 pub mod first_last;
 pub mod forecast;
 pub mod model_anomaly;
+pub mod parse_ident;
 pub mod pg_settings;
 pub mod rollup_table;
 pub mod sample_bucket;
@@ -60,4 +61,5 @@ pub fn register_all(ctx: &SessionContext) {
     ctx.add_analyzer_rule(Arc::new(first_last::FirstLastTimeRule));
     ctx.register_udf(ScalarUDF::new_from_impl(pg_settings::CurrentSetting::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(pg_settings::Version::new()));
+    ctx.register_udf(ScalarUDF::new_from_impl(parse_ident::ParseIdent::default()));
 }

@@ -28,5 +28,8 @@ pub fn register_all(ctx: &SessionContext) {
     ctx.register_udf(datafusion::logical_expr::ScalarUDF::new_from_impl(
         pg_types::PgTypeName::default(),
     ));
+    ctx.register_udf(datafusion::logical_expr::ScalarUDF::new_from_impl(
+        pg_types::PgTypeName::udt(),
+    ));
     ctx.add_optimizer_rule(Arc::new(aggregate::AggregateRule));
 }

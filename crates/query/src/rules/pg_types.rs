@@ -7,6 +7,9 @@
 //! `information_schema.columns` — however the query spells it (alias, case, quoting,
 //! subquery, join) — in a projection that maps `data_type` through [`pg_type_name`].
 //!
+//! Every `information_schema` table with a database column is filtered to the connected
+//! database, as PostgreSQL lists only its own.
+//!
 //! Invariant: [`pg_type_name`] is idempotent (a PostgreSQL name maps to itself), so a plan
 //! analysed twice is unchanged by the second pass.
 
@@ -57,23 +60,68 @@ fn of(t: &DataType) -> Option<&'static str> {
     })
 }
 
+/// PostgreSQL's `udt_name` (`int8`, `float8`, `timestamptz`, …) of an Arrow type or of a
+/// PostgreSQL type name.
+pub fn pg_udt_name(t: &str) -> String {
+    match pg_type_name(t).as_str() {
+        "text" => "text",
+        "boolean" => "bool",
+        "smallint" => "int2",
+        "integer" => "int4",
+        "bigint" => "int8",
+        "numeric" => "numeric",
+        "real" => "float4",
+        "double precision" => "float8",
+        "timestamp with time zone" => "timestamptz",
+        "timestamp without time zone" => "timestamp",
+        "date" => "date",
+        "time without time zone" => "time",
+        "interval" => "interval",
+        "bytea" => "bytea",
+        other => return other.to_string(),
+    }
+    .to_string()
+}
+
 /// `pg_type_name(text)` as a function (used by the rule; callable from SQL too).
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct PgTypeName {
     signature: Signature,
+    /// `pg_udt_name` rather than `pg_type_name`.
+    udt: bool,
 }
 
 impl Default for PgTypeName {
     fn default() -> Self {
         Self {
             signature: Signature::exact(vec![DataType::Utf8], Volatility::Immutable),
+            udt: false,
+        }
+    }
+}
+
+impl PgTypeName {
+    /// `pg_udt_name(text)`.
+    pub fn udt() -> Self {
+        Self {
+            udt: true,
+            ..Self::default()
+        }
+    }
+    fn map(&self, t: &str) -> String {
+        match self.udt {
+            true => pg_udt_name(t),
+            false => pg_type_name(t),
         }
     }
 }
 
 impl ScalarUDFImpl for PgTypeName {
     fn name(&self) -> &str {
-        "pg_type_name"
+        match self.udt {
+            true => "pg_udt_name",
+            false => "pg_type_name",
+        }
     }
     fn signature(&self) -> &Signature {
         &self.signature
@@ -90,7 +138,7 @@ impl ScalarUDFImpl for PgTypeName {
                 let out: StringArray = a
                     .as_string::<i32>()
                     .iter()
-                    .map(|v| v.map(pg_type_name))
+                    .map(|v| v.map(|t| self.map(t)))
                     .collect();
                 ColumnarValue::Array(Arc::new(out))
             }
@@ -105,9 +153,18 @@ impl ScalarUDFImpl for PgTypeName {
 #[derive(Debug, Default)]
 pub struct PgTypeNamesRule;
 
-fn is_columns_table(scan: &datafusion::logical_expr::TableScan) -> bool {
+/// The column naming the database of each row of an `information_schema` table, for the
+/// tables that have one.
+fn catalog_column(scan: &datafusion::logical_expr::TableScan) -> Option<&'static str> {
     let t = &scan.table_name;
-    t.table() == "columns" && t.schema() == Some("information_schema")
+    if t.schema() != Some("information_schema") {
+        return None;
+    }
+    match t.table() {
+        "tables" | "columns" | "views" => Some("table_catalog"),
+        "schemata" => Some("catalog_name"),
+        _ => None,
+    }
 }
 
 impl AnalyzerRule for PgTypeNamesRule {
@@ -115,34 +172,47 @@ impl AnalyzerRule for PgTypeNamesRule {
         "tempora_pg_type_names"
     }
 
-    fn analyze(&self, plan: LogicalPlan, _: &ConfigOptions) -> Result<LogicalPlan> {
+    /// Wraps each scan of an `information_schema` table in a filter to the connected
+    /// database (as PostgreSQL lists only its own), and gives `columns.data_type`
+    /// PostgreSQL's names.
+    fn analyze(&self, plan: LogicalPlan, config: &ConfigOptions) -> Result<LogicalPlan> {
         let udf = Arc::new(ScalarUDF::new_from_impl(PgTypeName::default()));
+        let db = config.catalog.default_catalog.clone();
         plan.transform_up(|node| {
             let LogicalPlan::TableScan(scan) = &node else {
                 return Ok(Transformed::no(node));
             };
-            if !is_columns_table(scan)
-                || scan
-                    .projected_schema
-                    .field_with_unqualified_name("data_type")
-                    .is_err()
-            {
+            let Some(catalog) = catalog_column(scan) else {
                 return Ok(Transformed::no(node));
+            };
+            let schema = scan.projected_schema.clone();
+            let has = |n: &str| schema.field_with_unqualified_name(n).is_ok();
+            let (typed, filtered) = (
+                has("data_type") && scan.table_name.table() == "columns",
+                has(catalog),
+            );
+            let mut b = LogicalPlanBuilder::from(node);
+            if typed {
+                let exprs: Vec<Expr> = schema
+                    .iter()
+                    .map(|(q, f)| {
+                        let col =
+                            Expr::Column(datafusion::common::Column::new(q.cloned(), f.name()));
+                        if f.name() == "data_type" {
+                            udf.call(vec![col]).alias_qualified(q.cloned(), "data_type")
+                        } else {
+                            col
+                        }
+                    })
+                    .collect();
+                b = b.project(exprs)?;
             }
-            let exprs: Vec<Expr> = scan
-                .projected_schema
-                .iter()
-                .map(|(q, f)| {
-                    let col = Expr::Column(datafusion::common::Column::new(q.cloned(), f.name()));
-                    if f.name() == "data_type" {
-                        udf.call(vec![col]).alias_qualified(q.cloned(), "data_type")
-                    } else {
-                        col
-                    }
-                })
-                .collect();
-            let wrapped = LogicalPlanBuilder::from(node).project(exprs)?.build()?;
-            Ok(Transformed::yes(wrapped))
+            if filtered {
+                let (q, _) = schema.qualified_field_with_unqualified_name(catalog)?;
+                let col = Expr::Column(datafusion::common::Column::new(q.cloned(), catalog));
+                b = b.filter(col.eq(datafusion::prelude::lit(db.clone())))?;
+            }
+            Ok(Transformed::yes(b.build()?))
         })
         .map(|t| t.data)
     }

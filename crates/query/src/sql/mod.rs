@@ -24,6 +24,7 @@ pub mod ddl;
 pub mod latest_on;
 pub mod model;
 pub mod normalize;
+pub mod pg_compat;
 pub mod sample_by;
 pub mod scope;
 pub mod set;
@@ -314,11 +315,14 @@ fn classify(
     }
     use ast::Statement as S;
     Ok(match *s {
-        S::Query(query) => Statement::Query(Box::new(QueryStatement {
-            query,
-            sample_by,
-            latest_on,
-        })),
+        S::Query(mut query) => {
+            pg_compat::rewrite(&mut query);
+            Statement::Query(Box::new(QueryStatement {
+                query,
+                sample_by,
+                latest_on,
+            }))
+        }
         S::Insert(_) => Statement::Insert(s),
         S::Delete(_) => Statement::Delete(s),
         S::Update { .. } => Statement::Update(s),

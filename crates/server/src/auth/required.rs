@@ -26,9 +26,15 @@ pub enum Endpoint {
 pub fn endpoint_of(method: &str, path: &str) -> Endpoint {
     match (method, path) {
         (_, "/health" | "/ping") => Endpoint::Health,
-        (_, "/write" | "/api/v2/write" | "/api/v1/import" | "/api/v1/ingest/json") => {
-            Endpoint::Write
-        }
+        (
+            _,
+            "/write"
+            | "/api/v2/write"
+            | "/api/v1/import"
+            | "/api/v1/ingest/json"
+            | "/api/v1/prom/write"
+            | "/api/v1/write",
+        ) => Endpoint::Write,
         (_, "/query" | "/api/v1/sql") => Endpoint::Statements,
         ("GET", "/api/v2/buckets") => Endpoint::Catalog,
         _ => Endpoint::Admin,

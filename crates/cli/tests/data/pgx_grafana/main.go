@@ -1,20 +1,13 @@
 // Command pgx_grafana sends Tempora's PostgreSQL port what Grafana's PostgreSQL data source
-// (pkg/tsdb/grafana-postgresql-datasource, pgx v5) sends, the way it sends it, and prints one
-// JSON object per case for crates/cli/tests/e2e_pgx.rs:
-//
-//	{"case","mode","format","sql","ok","error","tags","columns","types","rows","reconnected"}
-//
-// Modes: "ping" is the health check (pool.Ping: pgconn's Exec of "-- ping"); "simple" is every
-// panel, variable and query-editor query (PgConn().Exec(sql).ReadAll(): the simple protocol,
-// text results, any number of statements in one text); "extended" is the schema handler's
-// pool.Query with arguments (QueryExecModeCacheStatement: Parse/Describe/Bind, $n parameters).
-// columns/rows are Grafana's frame: the first SELECT result's fields, the rows of every result
-// whose command tag is SELECT (other statements' results are skipped; a SELECT result with other
-// column names is Grafana's error). Values are decoded by type OID as Grafana decodes them and
-// printed as text: integers and floats in Go's shortest form, times in RFC 3339 UTC, NULL as null.
-// types are pgx's type names for the OIDs ("oid:N" when pgx has none). For time_series cases the
-// frame must have a "time" column of a time or number type, sorted when a text column makes the
-// series long, as Grafana requires.
+// (pkg/tsdb/grafana-postgresql-datasource, pgx v5) sends, the way it sends it, and prints one JSON
+// line per case for crates/cli/tests/e2e_pgx.rs. Modes: "ping" is the health check (pool.Ping:
+// pgconn's Exec of "-- ping"); "simple" is every panel, variable and editor query
+// (PgConn().Exec(sql).ReadAll(): simple protocol, text results, several statements in one text);
+// "extended" is the schema handler's pool.Query with arguments (QueryExecModeCacheStatement).
+// columns/types/rows are Grafana's frame: the first SELECT result's fields and the rows of every
+// result tagged SELECT (others skipped; a SELECT with other column names is Grafana's error).
+// Values are decoded by type OID as Grafana decodes them, printed as text (numbers in Go's
+// shortest form, times RFC 3339 UTC, NULL null); types are pgx's names ("oid:N" if unknown).
 package main
 
 import (
@@ -175,17 +168,17 @@ func expand(sql string, timescale bool) string {
 }
 
 type out struct {
-	Case        string     `json:"case"`
-	Mode        string     `json:"mode"`
-	Format      string     `json:"format"`
-	SQL         string     `json:"sql"`
-	OK          bool       `json:"ok"`
-	Error       string     `json:"error"`
-	Tags        []string   `json:"tags"`
-	Columns     []string   `json:"columns"`
-	Types       []string   `json:"types"`
+	Case        string      `json:"case"`
+	Mode        string      `json:"mode"`
+	Format      string      `json:"format"`
+	SQL         string      `json:"sql"`
+	OK          bool        `json:"ok"`
+	Error       string      `json:"error"`
+	Tags        []string    `json:"tags"`
+	Columns     []string    `json:"columns"`
+	Types       []string    `json:"types"`
 	Rows        [][]*string `json:"rows"`
-	Reconnected bool       `json:"reconnected"`
+	Reconnected bool        `json:"reconnected"`
 }
 
 // decode is Grafana's convertPostgresValue, printed as text.
@@ -197,29 +190,28 @@ func decode(m *pgtype.Map, fd pgconn.FieldDescription, raw []byte) (*string, err
 	var err error
 	switch fd.DataTypeOID {
 	case pgtype.Int2OID, pgtype.Int4OID, pgtype.Int8OID:
-		var v int64
-		err = m.Scan(fd.DataTypeOID, fd.Format, raw, &v)
-		s = strconv.FormatInt(v, 10)
+		s, err = scan(m, fd, raw, func(v int64) string { return strconv.FormatInt(v, 10) })
 	case pgtype.NumericOID, pgtype.Float8OID, pgtype.Float4OID:
-		var v float64
-		err = m.Scan(fd.DataTypeOID, fd.Format, raw, &v)
-		s = strconv.FormatFloat(v, 'f', -1, 64)
+		s, err = scan(m, fd, raw, func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) })
 	case pgtype.BoolOID:
-		var v bool
-		err = m.Scan(fd.DataTypeOID, fd.Format, raw, &v)
-		s = strconv.FormatBool(v)
+		s, err = scan(m, fd, raw, strconv.FormatBool)
 	case pgtype.TimestampOID, pgtype.TimestamptzOID, pgtype.DateOID:
-		var v time.Time
-		err = m.Scan(fd.DataTypeOID, fd.Format, raw, &v)
-		s = v.UTC().Format(time.RFC3339Nano)
+		s, err = scan(m, fd, raw, func(v time.Time) string { return v.UTC().Format(time.RFC3339Nano) })
 	default:
-		err = m.Scan(fd.DataTypeOID, fd.Format, raw, &s)
+		s, err = scan(m, fd, raw, func(v string) string { return v })
 	}
 	return &s, err
 }
 
-// frame appends one result's rows to o, as Grafana's convertResultsToFrame does.
-func frame(o *out, m *pgtype.Map, fds []pgconn.FieldDescription, rows [][][]byte) error {
+func scan[T any](m *pgtype.Map, fd pgconn.FieldDescription, raw []byte, text func(T) string) (string, error) {
+	var v T
+	err := m.Scan(fd.DataTypeOID, fd.Format, raw, &v)
+	return text(v), err
+}
+
+// header sets the frame's fields from a SELECT result's, or checks they match (Grafana's
+// convertResultsToFrame).
+func header(o *out, m *pgtype.Map, fds []pgconn.FieldDescription) error {
 	if o.Columns == nil {
 		o.Columns, o.Types = []string{}, []string{}
 		for _, fd := range fds {
@@ -238,57 +230,20 @@ func frame(o *out, m *pgtype.Map, fds []pgconn.FieldDescription, rows [][][]byte
 			return fmt.Errorf("column name mismatch at position %d: expected %q, got %q", i, o.Columns[i], fd.Name)
 		}
 	}
-	for _, raw := range rows {
-		row := make([]*string, len(fds))
-		for i, fd := range fds {
-			v, err := decode(m, fd, raw[i])
-			if err != nil {
-				return fmt.Errorf("convert frame from rows error: column %q: %w", fd.Name, err)
-			}
-			row[i] = v
-		}
-		o.Rows = append(o.Rows, row)
-	}
 	return nil
 }
 
-// timeSeries is what Grafana requires of a time_series frame with rows.
-func timeSeries(o *out) error {
-	ti, long := -1, false
-	for i, c := range o.Columns {
-		if c == "time" {
-			ti = i
-		} else if o.Types[i] == "text" || o.Types[i] == "varchar" {
-			long = true
+func addRow(o *out, m *pgtype.Map, fds []pgconn.FieldDescription, raw [][]byte) error {
+	row := make([]*string, len(fds))
+	for i, fd := range fds {
+		v, err := decode(m, fd, raw[i])
+		if err != nil {
+			return fmt.Errorf("convert frame from rows error: column %q: %w", fd.Name, err)
 		}
+		row[i] = v
 	}
-	if ti < 0 {
-		return fmt.Errorf("db has no time column: time column is missing")
-	}
-	switch o.Types[ti] {
-	case "timestamptz", "timestamp", "date", "int2", "int4", "int8", "float4", "float8", "numeric":
-	default:
-		return fmt.Errorf("failed to convert time column: unable to convert data to a time field (type %s)", o.Types[ti])
-	}
-	for i := 1; long && i < len(o.Rows); i++ {
-		a, b := o.Rows[i-1][ti], o.Rows[i][ti]
-		if a == nil || b == nil {
-			return fmt.Errorf("null time values")
-		}
-		if epoch(*b) < epoch(*a) {
-			return fmt.Errorf("long series must be sorted ascending by time")
-		}
-	}
+	o.Rows = append(o.Rows, row)
 	return nil
-}
-
-// epoch reads a decoded time value: a number, or an RFC 3339 time.
-func epoch(s string) float64 {
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		return f
-	}
-	t, _ := time.Parse(time.RFC3339Nano, s)
-	return float64(t.UnixNano()) / 1e9
 }
 
 func run(ctx context.Context, conn *pgx.Conn, c kase, o *out) error {
@@ -302,22 +257,16 @@ func run(ctx context.Context, conn *pgx.Conn, c kase, o *out) error {
 			return err
 		}
 		defer rows.Close()
-		var all [][][]byte
-		for rows.Next() {
-			raw := rows.RawValues()
-			row := make([][]byte, len(raw))
-			for i, v := range raw {
-				if v != nil {
-					row[i] = append(make([]byte, 0, len(v)), v...)
-				}
-			}
-			all = append(all, row)
-		}
-		if err := rows.Err(); err != nil {
+		if err := header(o, m, rows.FieldDescriptions()); err != nil {
 			return err
 		}
+		for rows.Next() {
+			if err := addRow(o, m, rows.FieldDescriptions(), rows.RawValues()); err != nil {
+				return err
+			}
+		}
 		o.Tags = []string{rows.CommandTag().String()}
-		return frame(o, m, rows.FieldDescriptions(), all)
+		return rows.Err()
 	}
 	results, err := conn.PgConn().Exec(ctx, o.SQL).ReadAll()
 	if err != nil {
@@ -328,14 +277,17 @@ func run(ctx context.Context, conn *pgx.Conn, c kase, o *out) error {
 		o.Tags = append(o.Tags, r.CommandTag.String())
 	}
 	for _, r := range results {
-		if r.CommandTag.Select() {
-			if err := frame(o, m, r.FieldDescriptions, r.Rows); err != nil {
+		if !r.CommandTag.Select() {
+			continue
+		}
+		if err := header(o, m, r.FieldDescriptions); err != nil {
+			return err
+		}
+		for _, raw := range r.Rows {
+			if err := addRow(o, m, r.FieldDescriptions, raw); err != nil {
 				return err
 			}
 		}
-	}
-	if c.format == "time_series" && len(o.Rows) > 0 {
-		return timeSeries(o)
 	}
 	return nil
 }

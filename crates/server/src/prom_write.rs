@@ -1,0 +1,443 @@
+//! Prometheus remote write 1.0 (`POST /api/v1/prom/write`, `/api/v1/write`): a
+//! snappy-compressed protobuf `WriteRequest`, stored as one table per metric (`__name__`),
+//! its other labels as tags and each sample as a row with the float field `value` at the
+//! sample's millisecond time.
+//!
+//! The protobuf is read by hand, without copying labels or samples (the messages are small
+//! and fixed: prometheus/prompb/types.proto, remote.proto):
+//! `WriteRequest { repeated TimeSeries timeseries = 1; repeated MetricMetadata metadata = 3; }`,
+//! `TimeSeries { repeated Label labels = 1; repeated Sample samples = 2; … }`,
+//! `Label { string name = 1; string value = 2; }`,
+//! `Sample { double value = 1; int64 timestamp = 2; }`. Unknown fields are skipped, as
+//! protobuf requires (exemplars, histograms and metadata are not stored).
+//!
+//! Invariants: pure over bytes; every length is checked against the bytes present, so no
+//! input panics or allocates beyond its size; a series that cannot be stored (no name, a
+//! label named `time` or `value`, a bad name) is refused by its position with the reason,
+//! and the others are written. Staleness markers (a special NaN) are stored bit for bit.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use tempora_model::{FieldValue, RowBatch, RowBatchBuilder, Timestamp};
+
+use crate::body::read_body;
+use crate::error::ServerError;
+use crate::state::AppState;
+
+/// The handler: `?db=` picks the database (default: the default database).
+pub async fn write(
+    State(s): State<Arc<AppState>>,
+    Query(p): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    match write_inner(&s, p, headers, body).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn write_inner(
+    s: &Arc<AppState>,
+    p: HashMap<String, String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ServerError> {
+    let inner = s.ready()?;
+    let db = p
+        .get("db")
+        .cloned()
+        .unwrap_or_else(|| s.config.default_database.clone());
+    crate::state::ensure_database(&inner.engine, &db).await?;
+    // The compressed body is read raw: snappy is the protocol's, not a Content-Encoding.
+    let mut headers = headers;
+    headers.remove(axum::http::header::CONTENT_ENCODING);
+    let body = read_body(&headers, body, s.config.max_body_bytes).await?;
+    s.metrics.ingest_bytes.inc_by(body.len() as u64);
+    let limits = PromLimits {
+        max_decoded_bytes: s.config.max_body_bytes,
+    };
+    let _room = inner.ingest_buffer.hold(body.len()).await;
+    let db2 = db.clone();
+    let decoded = tokio::task::spawn_blocking(move || {
+        let mut d = decode_body(&body, limits)?;
+        for b in &mut d.batches {
+            let name = tempora_storage::catalog::qualified(&db2, b.table());
+            b.set_table(&name)
+                .map_err(|e| format!("metric {:?}: {e}", b.table()))?;
+        }
+        Ok::<_, String>(d)
+    })
+    .await
+    .map_err(|e| ServerError::Internal(e.to_string()))?
+    .map_err(ServerError::BadRequest)?;
+    let parsed = tempora_lineproto::ParsedBody {
+        rows: decoded.samples,
+        batches: decoded.batches,
+        errors: Vec::new(),
+        line_numbers: decoded.series_of_rows,
+    };
+    let out = inner.gate.write(parsed).await?;
+    s.metrics.ingest_rows.inc_by(out.rows as u64);
+    let mut rejected: Vec<String> = decoded
+        .rejected
+        .iter()
+        .map(|(n, r)| format!("series {n}: {r}"))
+        .collect();
+    rejected.extend(out.rejected.iter().map(|r| {
+        let why = tempora_storage::catalog::user_message(&db, &r.reason);
+        format!("series {}: {why}", r.line)
+    }));
+    if rejected.is_empty() {
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
+    // 400: Prometheus drops the request instead of retrying it (its bad series stay bad).
+    let body = serde_json::json!({
+        "error": format!("{} series or samples rejected; the others were written", rejected.len()),
+        "written": out.rows,
+        "rejected": rejected,
+    });
+    Ok((StatusCode::BAD_REQUEST, axum::Json(body)).into_response())
+}
+
+/// Limits of one request.
+#[derive(Debug, Clone, Copy)]
+pub struct PromLimits {
+    /// Largest decompressed body.
+    pub max_decoded_bytes: usize,
+}
+
+/// Rows of one request, a batch per metric, and the series refused: (1-based position,
+/// reason).
+#[derive(Debug, Default)]
+pub struct Decoded {
+    pub batches: Vec<RowBatch>,
+    /// For each batch, the 1-based position of each row's series in the request.
+    pub series_of_rows: Vec<Vec<usize>>,
+    pub samples: usize,
+    pub rejected: Vec<(usize, String)>,
+}
+
+/// Decompresses (snappy block format) and decodes a remote-write body.
+pub fn decode_body(body: &[u8], limits: PromLimits) -> Result<Decoded, String> {
+    let len = snap::raw::decompress_len(body).map_err(|e| format!("not snappy: {e}"))?;
+    if len > limits.max_decoded_bytes {
+        return Err(format!(
+            "the body decompresses to {len} bytes; the limit is {}",
+            limits.max_decoded_bytes
+        ));
+    }
+    let raw = snap::raw::Decoder::new()
+        .decompress_vec(body)
+        .map_err(|e| format!("not snappy: {e}"))?;
+    decode(&raw)
+}
+
+/// Decodes a `WriteRequest`.
+pub fn decode(buf: &[u8]) -> Result<Decoded, String> {
+    let mut out = Decoded::default();
+    let mut by_metric: HashMap<&str, (RowBatchBuilder, Vec<usize>)> = HashMap::new();
+    let mut r = Reader { buf, pos: 0 };
+    let mut n = 0;
+    while let Some((field, wire)) = r.key()? {
+        match (field, wire) {
+            (1, LEN) => {
+                n += 1;
+                let ts = r.bytes()?;
+                if let Err(e) = series(ts, n, &mut by_metric, &mut out.samples) {
+                    out.rejected.push((n, e));
+                }
+            }
+            _ => r.skip(wire)?,
+        }
+    }
+    let mut names: Vec<&str> = by_metric.keys().copied().collect();
+    names.sort_unstable();
+    for name in names {
+        let (b, rows) = by_metric.remove(name).expect("listed");
+        out.batches.push(b.finish());
+        out.series_of_rows.push(rows);
+    }
+    Ok(out)
+}
+
+/// One `TimeSeries` into its metric's batch.
+fn series<'a>(
+    buf: &'a [u8],
+    n: usize,
+    by_metric: &mut HashMap<&'a str, (RowBatchBuilder, Vec<usize>)>,
+    samples: &mut usize,
+) -> Result<(), String> {
+    let mut labels: Vec<(&str, &str)> = Vec::new();
+    let mut points: Vec<(f64, i64)> = Vec::new();
+    let mut r = Reader { buf, pos: 0 };
+    while let Some((field, wire)) = r.key()? {
+        match (field, wire) {
+            (1, LEN) => labels.push(label(r.bytes()?)?),
+            (2, LEN) => points.push(sample(r.bytes()?)?),
+            _ => r.skip(wire)?,
+        }
+    }
+    let name = labels
+        .iter()
+        .find(|(k, _)| *k == "__name__")
+        .map(|(_, v)| *v)
+        .ok_or("a series without __name__")?;
+    let mut tags: Vec<(&str, &str)> = Vec::with_capacity(labels.len());
+    for &(k, v) in &labels {
+        match k {
+            "__name__" => {}
+            "time" | "value" => return Err(format!("label {k:?} is a column name of the table")),
+            _ if v.is_empty() => {} // an empty label is no label (Prometheus' rule)
+            _ => tags.push((k, v)),
+        }
+    }
+    if !by_metric.contains_key(name) {
+        let b = RowBatchBuilder::new(name).map_err(|e| format!("metric {name:?}: {e}"))?;
+        by_metric.insert(name, (b, Vec::new()));
+    }
+    let (b, rows) = by_metric.get_mut(name).expect("inserted");
+    for (v, ms) in points {
+        let ns = ms
+            .checked_mul(1_000_000)
+            .ok_or_else(|| format!("timestamp {ms} ms is out of range"))?;
+        b.push(&tags, &[("value", FieldValue::F64(v))], Timestamp(ns))
+            .map_err(|e| format!("metric {name:?}: {e}"))?;
+        rows.push(n);
+        *samples += 1;
+    }
+    Ok(())
+}
+
+fn label(buf: &[u8]) -> Result<(&str, &str), String> {
+    let (mut name, mut value) = ("", "");
+    let mut r = Reader { buf, pos: 0 };
+    while let Some((field, wire)) = r.key()? {
+        match (field, wire) {
+            (1, LEN) => name = utf8(r.bytes()?)?,
+            (2, LEN) => value = utf8(r.bytes()?)?,
+            _ => r.skip(wire)?,
+        }
+    }
+    Ok((name, value))
+}
+
+fn sample(buf: &[u8]) -> Result<(f64, i64), String> {
+    let (mut value, mut ts) = (0.0, 0);
+    let mut r = Reader { buf, pos: 0 };
+    while let Some((field, wire)) = r.key()? {
+        match (field, wire) {
+            (1, I64) => value = f64::from_bits(r.fixed64()?),
+            (2, VARINT) => ts = r.varint()? as i64,
+            _ => r.skip(wire)?,
+        }
+    }
+    Ok((value, ts))
+}
+
+fn utf8(b: &[u8]) -> Result<&str, String> {
+    std::str::from_utf8(b).map_err(|_| "a label is not UTF-8".to_string())
+}
+
+const VARINT: u8 = 0;
+const I64: u8 = 1;
+const LEN: u8 = 2;
+const I32: u8 = 5;
+
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn err(&self, what: &str) -> String {
+        format!("invalid protobuf at byte {}: {what}", self.pos)
+    }
+
+    /// The next field's number and wire type, or `None` at the end.
+    fn key(&mut self) -> Result<Option<(u64, u8)>, String> {
+        if self.pos == self.buf.len() {
+            return Ok(None);
+        }
+        let k = self.varint()?;
+        Ok(Some((k >> 3, (k & 7) as u8)))
+    }
+
+    fn varint(&mut self) -> Result<u64, String> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = *self
+                .buf
+                .get(self.pos)
+                .ok_or_else(|| self.err("truncated varint"))?;
+            self.pos += 1;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(self.err("varint longer than 10 bytes"))
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&e| e <= self.buf.len())
+            .ok_or_else(|| self.err(&format!("a field of {n} bytes runs past the end")))?;
+        let s = &self.buf[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+
+    fn bytes(&mut self) -> Result<&'a [u8], String> {
+        let n = self.varint()?;
+        self.take(usize::try_from(n).map_err(|_| self.err("length overflows"))?)
+    }
+
+    fn fixed64(&mut self) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
+    }
+
+    fn skip(&mut self, wire: u8) -> Result<(), String> {
+        match wire {
+            VARINT => self.varint().map(|_| ()),
+            I64 => self.take(8).map(|_| ()),
+            LEN => self.bytes().map(|_| ()),
+            I32 => self.take(4).map(|_| ()),
+            w => Err(self.err(&format!("wire type {w}"))),
+        }
+    }
+}
+
+/// One series to encode: its labels and its (value, millisecond time) samples.
+pub type Series<'a> = (Vec<(&'a str, &'a str)>, Vec<(f64, i64)>);
+
+/// A `WriteRequest` encoder for tests and benchmarks.
+pub fn encode(series: &[Series]) -> Vec<u8> {
+    fn varint(out: &mut Vec<u8>, mut v: u64) {
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+    fn field(out: &mut Vec<u8>, n: u64, body: &[u8]) {
+        varint(out, n << 3 | 2);
+        varint(out, body.len() as u64);
+        out.extend_from_slice(body);
+    }
+    let mut out = Vec::new();
+    for (labels, samples) in series {
+        let mut ts = Vec::new();
+        for (k, v) in labels {
+            let mut l = Vec::new();
+            field(&mut l, 1, k.as_bytes());
+            field(&mut l, 2, v.as_bytes());
+            field(&mut ts, 1, &l);
+        }
+        for (v, t) in samples {
+            let mut s = vec![0x09];
+            s.extend_from_slice(&v.to_bits().to_le_bytes());
+            varint(&mut s, 2 << 3);
+            varint(&mut s, *t as u64);
+            field(&mut ts, 2, &s);
+        }
+        field(&mut out, 1, &ts);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests() {
+        let body = encode(&[
+            (
+                vec![("__name__", "up"), ("job", "node"), ("instance", "a:9100")],
+                vec![(1.0, 1_700_000_000_000), (0.0, 1_700_000_015_000)],
+            ),
+            (
+                vec![("__name__", "up"), ("job", "node"), ("instance", "b:9100")],
+                vec![(1.0, 5)],
+            ),
+            (
+                vec![("__name__", "temp"), ("zone", "")],
+                vec![(f64::NAN, 7)],
+            ),
+            (vec![("job", "x")], vec![(1.0, 1)]),
+            (vec![("__name__", "bad"), ("time", "x")], vec![(1.0, 1)]),
+        ]);
+        let d = decode(&body).unwrap();
+        assert_eq!(d.samples, 4);
+        let names: Vec<&str> = d.batches.iter().map(|b| b.table()).collect();
+        assert_eq!(names, ["temp", "up"]);
+        let up = &d.batches[1];
+        assert_eq!(up.len(), 3);
+        assert_eq!(up.row(0).time.0, 1_700_000_000_000_000_000);
+        let mut tags = up.tag_names().to_vec();
+        tags.sort();
+        assert_eq!(tags, ["instance", "job"]);
+        // The empty label is no tag; the NaN is kept bit for bit.
+        assert!(d.batches[0].tag_names().is_empty());
+        assert_eq!(
+            d.rejected,
+            vec![
+                (4, "a series without __name__".to_string()),
+                (
+                    5,
+                    "label \"time\" is a column name of the table".to_string()
+                )
+            ]
+        );
+    }
+
+    #[test]
+    fn hostile_bytes_are_errors() {
+        let cases: &[(&str, &[u8], &str)] = &[
+            ("truncated varint", &[0x0a, 0xff], "truncated varint"),
+            (
+                "length past the end",
+                &[0x0a, 0x05, 0x01],
+                "runs past the end",
+            ),
+            ("bad wire type", &[0x0b], "wire type 3"),
+        ];
+        for (name, bytes, want) in cases {
+            let e = decode(bytes).unwrap_err();
+            assert!(e.contains(want), "{name}: {e}");
+        }
+        // A bad series inside a good frame is refused alone.
+        let d = decode(&[0x0a, 0x02, 0x0a, 0x09]).unwrap();
+        assert_eq!(d.rejected.len(), 1, "{:?}", d.rejected);
+        let big = snap::raw::Encoder::new()
+            .compress_vec(&vec![0u8; 1000])
+            .unwrap();
+        let e = decode_body(
+            &big,
+            PromLimits {
+                max_decoded_bytes: 100,
+            },
+        )
+        .unwrap_err();
+        assert!(e.contains("limit is 100"), "{e}");
+        assert!(
+            decode_body(
+                b"\xff\xff\xff",
+                PromLimits {
+                    max_decoded_bytes: 100
+                }
+            )
+            .is_err()
+        );
+    }
+}
