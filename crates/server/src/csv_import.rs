@@ -158,7 +158,8 @@ pub fn record_to_line(
             headers.get(c).unwrap_or("")
         ));
     }
-    let mut line = escape(&spec.table);
+    // `=` needs no escape in a measurement, and line protocol keeps a `\=` there as it is.
+    let mut line = escape(&spec.table).replace("\\=", "=");
     let mut fields = String::new();
     for (c, (h, v)) in headers.iter().zip(rec.iter()).enumerate() {
         if h == spec.time_column || v.is_empty() {

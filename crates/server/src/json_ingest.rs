@@ -30,7 +30,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value};
 
 use crate::body::read_body;
-use crate::csv_import::{escape, time_ns};
+use crate::csv_import::time_ns;
 use crate::error::ServerError;
 use crate::influx::{WriteOutcome, ingest_lines, parse_precision};
 use crate::state::AppState;
@@ -137,7 +137,12 @@ pub fn convert(body: &[u8], o: &JsonOptions) -> Result<Converted, String> {
         }
         Err(e) => out.rejected.push((n, e)),
     };
-    if text.trim_start().starts_with('[') {
+    let whole = text.trim_start();
+    // One object over several lines (pretty-printed) is one object, not lines of JSON.
+    let single = whole.starts_with('{') && text.trim_end().lines().count() > 1;
+    if single && let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(text) {
+        one(1, Ok(v));
+    } else if whole.starts_with('[') {
         let all: Vec<Value> =
             serde_json::from_str(text).map_err(|e| format!("the JSON array is invalid: {e}"))?;
         for (i, v) in all.into_iter().enumerate() {
@@ -155,6 +160,26 @@ pub fn convert(body: &[u8], o: &JsonOptions) -> Result<Converted, String> {
     }
     if out.numbers.is_empty() && out.rejected.is_empty() {
         return Err("the request body is empty: send JSON lines or an array of objects".into());
+    }
+    Ok(out)
+}
+
+/// A name or tag value as line protocol writes it: `,` and space (and `=` outside a
+/// measurement) escaped, a backslash doubled; control characters refused (a line break would
+/// end the line), and a measurement may not start with `#` (a comment line).
+fn escaped(what: &str, s: &str, measurement: bool) -> Result<String, String> {
+    if let Some(c) = s.chars().find(|c| c.is_control()) {
+        return Err(format!("{what} {s:?} holds the control character {c:?}"));
+    }
+    if measurement && s.starts_with('#') {
+        return Err(format!("{what} {s:?} starts with '#'"));
+    }
+    let mut out = String::with_capacity(s.len() + 2);
+    for c in s.chars() {
+        if matches!(c, ',' | ' ' | '\\') || (c == '=' && !measurement) {
+            out.push('\\');
+        }
+        out.push(c);
     }
     Ok(out)
 }
@@ -205,15 +230,22 @@ pub fn line(v: &Value, o: &JsonOptions) -> Result<String, String> {
         (Some(_), None) => return Err("\"tags\" without \"fields\"".into()),
         (None, None) => flat(obj, o)?,
     };
-    let mut out = escape(&table);
+    let mut out = escaped("measurement", &table, true)?;
     for (k, v) in &tags {
         if !v.is_empty() {
-            let _ = write!(out, ",{}={}", escape(k), escape(v));
+            let (k, v) = (
+                escaped("tag key", k, false)?,
+                escaped("tag value", v, false)?,
+            );
+            let _ = write!(out, ",{k}={v}");
         }
     }
     let fields: Vec<String> = fields
         .iter()
-        .map(|(k, v)| field(k, v, o.integers).map(|v| format!("{}={v}", escape(k))))
+        .map(|(k, v)| {
+            let key = escaped("field key", k, false)?;
+            field(k, v, o.integers).map(|v| format!("{key}={v}"))
+        })
         .collect::<Result<_, _>>()?;
     if fields.is_empty() {
         return Err("no field values".into());
@@ -357,6 +389,26 @@ mod tests {
                 r#"{"fields":{"s":"a\nb"}}"#,
                 Err("line break"),
             ),
+            (
+                "equals in a measurement is kept as it is",
+                r#"{"measurement":"a=b","fields":{"v":1},"time":1}"#,
+                Ok("a=b v=1.0 1"),
+            ),
+            (
+                "a measurement that would be a comment",
+                r##"{"measurement":"#m","fields":{"v":1}}"##,
+                Err("starts with '#'"),
+            ),
+            (
+                "a line break in a tag",
+                r#"{"t":"a\nb","v":1}"#,
+                Err("control character"),
+            ),
+            (
+                "a tab in a measurement",
+                r#"{"measurement":"\tm","fields":{"v":1}}"#,
+                Err("control"),
+            ),
         ];
         for (name, json, want) in cases {
             let v: Value = serde_json::from_str(json).unwrap();
@@ -391,6 +443,8 @@ mod tests {
         assert_eq!(c.numbers, vec![1]);
         assert_eq!(c.rejected[0].0, 2);
         assert!(convert(b"  \n", &opts()).unwrap_err().contains("empty"));
+        let pretty = convert(b"{\n  \"v\": 1,\n  \"time\": 3\n}\n", &opts()).unwrap();
+        assert_eq!(pretty.lines, "m v=1.0 3\n", "a pretty-printed object");
         assert!(
             convert(b"[1,", &opts())
                 .unwrap_err()

@@ -75,7 +75,7 @@ pub fn query_names(q: &Query, planned: &[String]) -> Vec<String> {
     for item in items {
         match item {
             SelectItem::UnnamedExpr(e) => out.push(expr_name(e).unwrap_or(NO_NAME.into())),
-            SelectItem::ExprWithAlias { alias, .. } => out.push(alias.value.clone()),
+            SelectItem::ExprWithAlias { alias, .. } => out.push(ident(alias)),
             SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
                 let at = out.len();
                 out.extend_from_slice(&planned[at..at + star]);
@@ -100,32 +100,62 @@ fn select_items(q: &Query) -> Option<&[SelectItem]> {
     }
 }
 
+/// An identifier as PostgreSQL folds it: unquoted ones to lower case.
+fn ident(i: &datafusion::sql::sqlparser::ast::Ident) -> String {
+    match i.quote_style {
+        Some(_) => i.value.clone(),
+        None => i.value.to_lowercase(),
+    }
+}
+
 /// The name PostgreSQL gives an expression, if it gives one.
 fn expr_name(e: &Expr) -> Option<String> {
+    strong_name(e).or_else(|| weak_name(e))
+}
+
+/// Names that win over a cast's type name.
+fn strong_name(e: &Expr) -> Option<String> {
     match e {
-        Expr::Identifier(i) => Some(i.value.clone()),
-        Expr::CompoundIdentifier(parts) => parts.last().map(|i| i.value.clone()),
+        Expr::Identifier(i) => Some(ident(i)),
+        Expr::CompoundIdentifier(parts) => parts.last().map(ident),
         Expr::Function(f) => Some(function_name(f)),
         Expr::Cast {
             kind,
             expr,
             data_type,
             ..
-        } => match expr_name(expr) {
+        } => match strong_name(expr) {
             Some(n) => Some(n),
             None if matches!(kind, CastKind::Cast | CastKind::DoubleColon) => {
                 Some(type_name(data_type))
             }
             None => None,
         },
-        Expr::Nested(inner) => expr_name(inner),
-        Expr::Case { .. } => Some("case".into()),
+        Expr::Nested(inner) => strong_name(inner),
+        Expr::Value(v) if matches!(v.value, datafusion::sql::sqlparser::ast::Value::Boolean(_)) => {
+            Some("bool".into())
+        }
+        Expr::TypedString(t) => Some(type_name(&t.data_type)),
+        Expr::Interval(_) => Some("interval".into()),
+        Expr::AtTimeZone { .. } => Some("timezone".into()),
+        Expr::Array(_) => Some("array".into()),
+        Expr::Exists { .. } => Some("exists".into()),
+        // Functions with a syntax of their own.
         Expr::Extract { .. } => Some("extract".into()),
         Expr::Substring { .. } => Some("substring".into()),
         Expr::Position { .. } => Some("position".into()),
         Expr::Trim { .. } => Some("btrim".into()),
         Expr::Ceil { .. } => Some("ceil".into()),
         Expr::Floor { .. } => Some("floor".into()),
+        _ => None,
+    }
+}
+
+/// Names a cast's type name replaces (PostgreSQL's weaker names).
+fn weak_name(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Nested(inner) => weak_name(inner),
+        Expr::Case { .. } => Some("case".into()),
         _ => None,
     }
 }
@@ -140,10 +170,10 @@ fn last_part(n: &ObjectName) -> String {
         .map_or_else(|| n.to_string(), |i| i.value.clone())
 }
 
-/// PostgreSQL's internal name of a cast's type (`int4` for INTEGER).
+/// PostgreSQL's internal name of a cast's type (`int4` for INTEGER, also of an array of it).
 fn type_name(t: &DataType) -> String {
     let s = t.to_string().to_lowercase();
-    let base = s.split('(').next().unwrap_or(&s).trim();
+    let base = s.split(['(', '[']).next().unwrap_or(&s).trim();
     match base {
         "int" | "integer" | "int4" => "int4",
         "bigint" | "int8" => "int8",
@@ -256,6 +286,44 @@ mod tests {
                 &["a", "a"],
                 &["a", "a"],
             ),
+            (
+                "unquoted names fold",
+                "SELECT Host, v AS Top FROM t",
+                &["x", "y"],
+                &["host", "top"],
+            ),
+            (
+                "quoted names keep case",
+                "SELECT \"Host\" AS \"Top\" FROM t",
+                &["x"],
+                &["Top"],
+            ),
+            ("a boolean", "SELECT true", &["x"], &["bool"]),
+            (
+                "a typed literal",
+                "SELECT DATE '2024-01-01'",
+                &["x"],
+                &["date"],
+            ),
+            (
+                "an interval",
+                "SELECT INTERVAL '1 day'",
+                &["x"],
+                &["interval"],
+            ),
+            (
+                "at time zone",
+                "SELECT t AT TIME ZONE 'UTC' FROM t",
+                &["x"],
+                &["timezone"],
+            ),
+            (
+                "a cast of a case takes the type",
+                "SELECT CASE WHEN 1 = 1 THEN 1 END::text",
+                &["x"],
+                &["text"],
+            ),
+            ("an array cast", "SELECT '{1}'::int[]", &["x"], &["int4"]),
         ];
         for (name, sql, planned, want) in cases {
             assert_eq!(names(sql, planned), *want, "{name}: {sql}");

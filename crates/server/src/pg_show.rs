@@ -1,7 +1,7 @@
 //! `SHOW server_version` and the other fixed settings, answered from the one settings table
 //! (`tempora_query::functions::pg_settings`) on both protocols, before datafusion-postgres's
-//! own `SHOW` hook (which names DataFusion as the server and answers few names). Settings a
-//! session can change (`TimeZone`, `DateStyle`, …) answer from the session's parameters.
+//! own `SHOW` hook (which names DataFusion as the server); `TimeZone` from the session.
+//! Other session settings (`statement_timeout`, `DateStyle`, …) are left to that hook.
 
 use std::sync::Arc;
 
@@ -34,9 +34,11 @@ const FIXED: &[&str] = &[
     "max_connections",
 ];
 
-/// The setting a `SHOW` statement names: (its name as PostgreSQL prints it, value). A fixed
-/// setting answers from the table; one a session sets (`TimeZone`, `DateStyle`, …) from the
-/// session's parameters (`session`, matched case-insensitively), else the table's default.
+/// The setting a `SHOW` statement names: (its column title as PostgreSQL prints it, value).
+/// A fixed setting answers from the table; `TimeZone` from the session (`SET TIME ZONE`
+/// writes `timezone`, a client's start-up parameter `TimeZone`), else `UTC`. Every other
+/// name is left to datafusion-postgres's hook, which knows the session's other settings
+/// (`statement_timeout`, `DateStyle`, …).
 pub fn shown(
     s: &Statement,
     session: Option<&std::collections::HashMap<String, String>>,
@@ -51,16 +53,15 @@ pub fn shown(
         }
         _ => return None,
     };
-    let default = setting(&name)?;
     if FIXED.contains(&name.as_str()) {
-        return Some((name, default));
+        return setting(&name).map(|v| (name, v));
     }
-    let from_session = session.and_then(|m| {
-        m.iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(&name))
-            .map(|(_, v)| v.clone())
-    });
-    Some((name, from_session.unwrap_or(default)))
+    if name != "timezone" {
+        return None;
+    }
+    let session = session.and_then(|m| m.get("timezone").or_else(|| m.get("TimeZone")));
+    let zone = session.cloned().or_else(|| setting("timezone"))?;
+    Some(("TimeZone".to_string(), zone))
 }
 
 fn response(name: &str, value: &str) -> PgWireResult<Response> {
@@ -147,17 +148,22 @@ mod tests {
             (
                 "the session's zone",
                 "SHOW TimeZone",
-                Some(("timezone", Some("Europe/Paris"))),
+                Some(("TimeZone", Some("Europe/Paris"))),
             ),
             (
                 "TIME ZONE spelled apart",
                 "SHOW TIME ZONE",
-                Some(("timezone", Some("Europe/Paris"))),
+                Some(("TimeZone", Some("Europe/Paris"))),
             ),
             (
-                "a session default",
+                "other session settings are the session hook's",
                 "SHOW DateStyle",
-                Some(("datestyle", Some("ISO, MDY"))),
+                None,
+            ),
+            (
+                "statement_timeout is the session hook's",
+                "SHOW statement_timeout",
+                None,
             ),
             ("unknown", "SHOW nothing_here", None),
             ("not a show", "SELECT 1", None),

@@ -59,18 +59,39 @@ async fn write_inner(
     headers.remove(axum::http::header::CONTENT_ENCODING);
     let body = read_body(&headers, body, s.config.max_body_bytes).await?;
     s.metrics.ingest_bytes.inc_by(body.len() as u64);
+    // The rows may take four times the decoded body (keys are copied per row), held in the
+    // ingest buffer before decoding.
+    let decoded_len = snap::raw::decompress_len(&body)
+        .map_err(|e| ServerError::BadRequest(format!("not snappy: {e}")))?;
     let limits = PromLimits {
         max_decoded_bytes: s.config.max_body_bytes,
+        max_rows_bytes: decoded_len
+            .saturating_mul(4)
+            .saturating_add(1 << 20)
+            .min(s.config.max_body_bytes.saturating_mul(4)),
     };
-    let _room = inner.ingest_buffer.hold(body.len()).await;
+    let _room = inner.ingest_buffer.hold(limits.max_rows_bytes).await;
     let db2 = db.clone();
     let decoded = tokio::task::spawn_blocking(move || {
         let mut d = decode_body(&body, limits)?;
-        for b in &mut d.batches {
+        // A metric whose qualified name is too long refuses its own series only.
+        let mut keep = Vec::with_capacity(d.batches.len());
+        for (mut b, rows) in d.batches.drain(..).zip(d.series_of_rows.drain(..)) {
             let name = tempora_storage::catalog::qualified(&db2, b.table());
-            b.set_table(&name)
-                .map_err(|e| format!("metric {:?}: {e}", b.table()))?;
+            match b.set_table(&name) {
+                Ok(()) => keep.push((b, rows)),
+                Err(e) => {
+                    let why = format!("metric {:?}: {e}", b.table());
+                    let mut series: Vec<usize> = rows.clone();
+                    series.dedup();
+                    d.samples -= rows.len();
+                    d.rejected
+                        .extend(series.into_iter().map(|n| (n, why.clone())));
+                }
+            }
         }
+        (d.batches, d.series_of_rows) = keep.into_iter().unzip();
+        d.rejected.sort_by_key(|r| r.0);
         Ok::<_, String>(d)
     })
     .await
@@ -110,6 +131,8 @@ async fn write_inner(
 pub struct PromLimits {
     /// Largest decompressed body.
     pub max_decoded_bytes: usize,
+    /// Most bytes the decoded rows may take (keys are copied per row).
+    pub max_rows_bytes: usize,
 }
 
 /// Rows of one request, a batch per metric, and the series refused: (1-based position,
@@ -135,12 +158,13 @@ pub fn decode_body(body: &[u8], limits: PromLimits) -> Result<Decoded, String> {
     let raw = snap::raw::Decoder::new()
         .decompress_vec(body)
         .map_err(|e| format!("not snappy: {e}"))?;
-    decode(&raw)
+    decode(&raw, limits.max_rows_bytes)
 }
 
-/// Decodes a `WriteRequest`.
-pub fn decode(buf: &[u8]) -> Result<Decoded, String> {
+/// Decodes a `WriteRequest` whose rows may take `max_rows_bytes`.
+pub fn decode(buf: &[u8], max_rows_bytes: usize) -> Result<Decoded, String> {
     let mut out = Decoded::default();
+    let mut budget = max_rows_bytes;
     let mut by_metric: HashMap<&str, (RowBatchBuilder, Vec<usize>)> = HashMap::new();
     let mut r = Reader { buf, pos: 0 };
     let mut n = 0;
@@ -149,7 +173,7 @@ pub fn decode(buf: &[u8]) -> Result<Decoded, String> {
             (1, LEN) => {
                 n += 1;
                 let ts = r.bytes()?;
-                if let Err(e) = series(ts, n, &mut by_metric, &mut out.samples) {
+                if let Err(e) = series(ts, n, &mut by_metric, &mut out.samples, &mut budget) {
                     out.rejected.push((n, e));
                 }
             }
@@ -166,20 +190,30 @@ pub fn decode(buf: &[u8]) -> Result<Decoded, String> {
     Ok(out)
 }
 
-/// One `TimeSeries` into its metric's batch.
+/// One `TimeSeries` into its metric's batch. Two passes over its bytes: labels and a check of
+/// every sample first (nothing is pushed for a series that is refused), then the rows. Each
+/// row copies the series' key, so the rows a request expands to are counted against
+/// `budget` (bytes left) before any is pushed: a body of many tiny samples under one long
+/// label cannot make the server allocate without bound.
 fn series<'a>(
     buf: &'a [u8],
     n: usize,
     by_metric: &mut HashMap<&'a str, (RowBatchBuilder, Vec<usize>)>,
     samples: &mut usize,
+    budget: &mut usize,
 ) -> Result<(), String> {
     let mut labels: Vec<(&str, &str)> = Vec::new();
-    let mut points: Vec<(f64, i64)> = Vec::new();
+    let mut count = 0usize;
     let mut r = Reader { buf, pos: 0 };
     while let Some((field, wire)) = r.key()? {
         match (field, wire) {
             (1, LEN) => labels.push(label(r.bytes()?)?),
-            (2, LEN) => points.push(sample(r.bytes()?)?),
+            (2, LEN) => {
+                let (_, ms) = sample(r.bytes()?)?;
+                ms.checked_mul(1_000_000)
+                    .ok_or_else(|| format!("timestamp {ms} ms is out of range"))?;
+                count += 1;
+            }
             _ => r.skip(wire)?,
         }
     }
@@ -197,22 +231,35 @@ fn series<'a>(
             _ => tags.push((k, v)),
         }
     }
+    let key_bytes: usize = tags.iter().map(|(k, v)| k.len() + v.len() + 4).sum();
+    let cost = count.saturating_mul(key_bytes + ROW_OVERHEAD);
+    *budget = budget.checked_sub(cost).ok_or_else(|| {
+        format!("the request expands to more rows than the limit allows ({count} samples of a {key_bytes}-byte series)")
+    })?;
     if !by_metric.contains_key(name) {
         let b = RowBatchBuilder::new(name).map_err(|e| format!("metric {name:?}: {e}"))?;
         by_metric.insert(name, (b, Vec::new()));
     }
     let (b, rows) = by_metric.get_mut(name).expect("inserted");
-    for (v, ms) in points {
-        let ns = ms
-            .checked_mul(1_000_000)
-            .ok_or_else(|| format!("timestamp {ms} ms is out of range"))?;
-        b.push(&tags, &[("value", FieldValue::F64(v))], Timestamp(ns))
-            .map_err(|e| format!("metric {name:?}: {e}"))?;
-        rows.push(n);
-        *samples += 1;
+    let mut r = Reader { buf, pos: 0 };
+    while let Some((field, wire)) = r.key()? {
+        match (field, wire) {
+            (2, LEN) => {
+                let (v, ms) = sample(r.bytes()?)?;
+                let t = Timestamp(ms * 1_000_000); // checked in the first pass
+                b.push(&tags, &[("value", FieldValue::F64(v))], t)
+                    .map_err(|e| format!("metric {name:?}: {e}"))?;
+                rows.push(n);
+                *samples += 1;
+            }
+            _ => r.skip(wire)?,
+        }
     }
     Ok(())
 }
+
+/// Bytes a row costs besides its key (row metadata, its field, its time).
+const ROW_OVERHEAD: usize = 64;
 
 fn label(buf: &[u8]) -> Result<(&str, &str), String> {
     let (mut name, mut value) = ("", "");
@@ -377,7 +424,7 @@ mod tests {
             (vec![("job", "x")], vec![(1.0, 1)]),
             (vec![("__name__", "bad"), ("time", "x")], vec![(1.0, 1)]),
         ]);
-        let d = decode(&body).unwrap();
+        let d = decode(&body, 1 << 20).unwrap();
         assert_eq!(d.samples, 4);
         let names: Vec<&str> = d.batches.iter().map(|b| b.table()).collect();
         assert_eq!(names, ["temp", "up"]);
@@ -413,31 +460,37 @@ mod tests {
             ("bad wire type", &[0x0b], "wire type 3"),
         ];
         for (name, bytes, want) in cases {
-            let e = decode(bytes).unwrap_err();
+            let e = decode(bytes, 1 << 20).unwrap_err();
             assert!(e.contains(want), "{name}: {e}");
         }
         // A bad series inside a good frame is refused alone.
-        let d = decode(&[0x0a, 0x02, 0x0a, 0x09]).unwrap();
+        let d = decode(&[0x0a, 0x02, 0x0a, 0x09], 1 << 20).unwrap();
         assert_eq!(d.rejected.len(), 1, "{:?}", d.rejected);
         let big = snap::raw::Encoder::new()
             .compress_vec(&vec![0u8; 1000])
             .unwrap();
-        let e = decode_body(
-            &big,
-            PromLimits {
-                max_decoded_bytes: 100,
-            },
-        )
-        .unwrap_err();
+        let limits = PromLimits {
+            max_decoded_bytes: 100,
+            max_rows_bytes: 1 << 20,
+        };
+        let e = decode_body(&big, limits).unwrap_err();
         assert!(e.contains("limit is 100"), "{e}");
+        assert!(decode_body(b"\xff\xff\xff", limits).is_err());
+        // Many tiny samples under a long label: refused before any row is made.
+        let long = "x".repeat(10_000);
+        let many: Vec<(f64, i64)> = (0..1000).map(|i| (0.0, i)).collect();
+        let body = encode(&[(vec![("__name__", "m"), ("l", long.as_str())], many)]);
+        let d = decode(&body, 1 << 20).unwrap();
+        assert!(d.batches.iter().all(|b| b.is_empty()) && d.samples == 0);
         assert!(
-            decode_body(
-                b"\xff\xff\xff",
-                PromLimits {
-                    max_decoded_bytes: 100
-                }
-            )
-            .is_err()
+            d.rejected[0].1.contains("expands to more rows"),
+            "{:?}",
+            d.rejected
         );
+        // A bad timestamp refuses its whole series: nothing of it is pushed.
+        let body = encode(&[(vec![("__name__", "m")], vec![(1.0, 1), (2.0, i64::MAX)])]);
+        let d = decode(&body, 1 << 20).unwrap();
+        assert_eq!(d.samples, 0);
+        assert!(d.rejected[0].1.contains("out of range"), "{:?}", d.rejected);
     }
 }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use arrow::array::{AsArray, StringArray};
 use arrow::datatypes::{DataType, TimeUnit};
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::Transformed;
 use datafusion::common::{Result, ScalarValue};
 use datafusion::logical_expr::{
     ColumnarValue, Expr, LogicalPlan, LogicalPlanBuilder, ScalarFunctionArgs, ScalarUDF,
@@ -132,7 +132,7 @@ impl ScalarUDFImpl for PgTypeName {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         Ok(match &args.args[0] {
             ColumnarValue::Scalar(ScalarValue::Utf8(v)) => {
-                ColumnarValue::Scalar(ScalarValue::Utf8(v.as_deref().map(pg_type_name)))
+                ColumnarValue::Scalar(ScalarValue::Utf8(v.as_deref().map(|t| self.map(t))))
             }
             ColumnarValue::Array(a) => {
                 let out: StringArray = a
@@ -178,7 +178,8 @@ impl AnalyzerRule for PgTypeNamesRule {
     fn analyze(&self, plan: LogicalPlan, config: &ConfigOptions) -> Result<LogicalPlan> {
         let udf = Arc::new(ScalarUDF::new_from_impl(PgTypeName::default()));
         let db = config.catalog.default_catalog.clone();
-        plan.transform_up(|node| {
+        // Subqueries too (EXISTS, IN, scalar): each holds a plan of its own.
+        plan.transform_up_with_subqueries(|node| {
             let LogicalPlan::TableScan(scan) = &node else {
                 return Ok(Transformed::no(node));
             };

@@ -82,7 +82,7 @@ fn is_columns(name: &datafusion::sql::sqlparser::ast::ObjectName) -> bool {
         .filter_map(|p| p.as_ident())
         .map(|i| i.value.to_ascii_lowercase())
         .collect();
-    matches!(parts.as_slice(), [s, t] if s == "information_schema" && t == "columns")
+    matches!(parts.as_slice(), [.., s, t] if s == "information_schema" && t == "columns")
 }
 
 impl VisitorMut for Columns {
@@ -96,7 +96,9 @@ impl VisitorMut for Columns {
             return ControlFlow::Continue(());
         };
         let inner = alias.as_ref().is_some_and(|a| a.name.value == INNER);
-        if inner || args.is_some() || !is_columns(name) {
+        // An alias that names the columns is left alone: it counts them.
+        let renamed = alias.as_ref().is_some_and(|a| !a.columns.is_empty());
+        if inner || renamed || args.is_some() || !is_columns(name) {
             return ControlFlow::Continue(());
         }
         let alias = alias.clone().unwrap_or(TableAlias {
@@ -142,6 +144,18 @@ mod tests {
                 "SELECT c.udt_name FROM INFORMATION_SCHEMA.COLUMNS c",
                 &["AS __tempora_pg_columns) c"],
                 &[],
+            ),
+            (
+                "a database-qualified name",
+                "SELECT udt_name FROM public.information_schema.columns",
+                &["pg_udt_name(data_type) AS udt_name"],
+                &[],
+            ),
+            (
+                "an alias naming the columns is left alone",
+                "SELECT a FROM information_schema.columns AS c(a, b)",
+                &["FROM information_schema.columns AS c (a, b)"],
+                &["udt_name"],
             ),
             (
                 "other tables untouched",
