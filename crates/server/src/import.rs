@@ -18,7 +18,7 @@ use axum::response::{IntoResponse, Response};
 use crate::body::read_body;
 use crate::csv_import::{CsvSpec, convert};
 use crate::error::ServerError;
-use crate::influx::{ingest_lines, parse_precision};
+use crate::influx::{ingest_lines, list_param, parse_precision};
 use crate::state::AppState;
 
 pub async fn import(
@@ -39,7 +39,7 @@ async fn import_inner(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ServerError> {
-    let inner = s.ready()?;
+    s.ready()?;
     let table = p
         .get("table")
         .filter(|t| !t.is_empty())
@@ -50,22 +50,10 @@ async fn import_inner(
             .get("time_column")
             .cloned()
             .unwrap_or_else(|| "time".into()),
-        tags: p
-            .get("tags")
-            .map(|t| {
-                t.split(',')
-                    .filter(|x| !x.is_empty())
-                    .map(String::from)
-                    .collect()
-            })
-            .unwrap_or_default(),
+        tags: list_param(&p, "tags").unwrap_or_default(),
     };
     let precision = parse_precision(p.get("precision").map(String::as_str))?;
-    let db = p
-        .get("db")
-        .cloned()
-        .unwrap_or_else(|| s.config.default_database.clone());
-    crate::state::ensure_database(&inner.engine, &db).await?;
+    let db = crate::state::write_database(s, &p).await?;
     let body = read_body(&headers, body, s.config.max_body_bytes).await?;
     s.metrics.ingest_bytes.inc_by(body.len() as u64);
     let converted = tokio::task::spawn_blocking(move || convert(&body, &spec, precision.nanos()))

@@ -98,6 +98,16 @@ pub fn parse_precision(p: Option<&str>) -> Result<Precision, ServerError> {
     }
 }
 
+/// A comma-separated list parameter (`tags=a,b`), empty items dropped; `None` when absent.
+pub fn list_param(p: &HashMap<String, String>, key: &str) -> Option<Vec<String>> {
+    p.get(key).map(|t| {
+        t.split(',')
+            .filter(|x| !x.is_empty())
+            .map(String::from)
+            .collect()
+    })
+}
+
 /// What a write did, line by line.
 pub struct WriteOutcome {
     pub written: usize,

@@ -26,13 +26,13 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde_json::{Map, Value};
 
 use crate::body::read_body;
 use crate::csv_import::time_ns;
 use crate::error::ServerError;
-use crate::influx::{WriteOutcome, ingest_lines, parse_precision};
+use crate::influx::{WriteOutcome, ingest_lines, list_param, parse_precision};
 use crate::state::AppState;
 
 /// The handler.
@@ -41,38 +41,17 @@ pub async fn ingest(
     Query(p): Query<HashMap<String, String>>,
     headers: HeaderMap,
     body: Body,
-) -> Response {
-    match ingest_inner(&s, p, headers, body).await {
-        Ok(r) => r,
-        Err(e) => e.into_response(),
-    }
-}
-
-async fn ingest_inner(
-    s: &Arc<AppState>,
-    p: HashMap<String, String>,
-    headers: HeaderMap,
-    body: Body,
 ) -> Result<Response, ServerError> {
-    let inner = s.ready()?;
+    s.ready()?;
     let precision = parse_precision(p.get("precision").map(String::as_str))?;
     let o = JsonOptions {
         table: p.get("table").filter(|t| !t.is_empty()).cloned(),
-        tags: p.get("tags").map(|t| {
-            t.split(',')
-                .filter(|x| !x.is_empty())
-                .map(String::from)
-                .collect()
-        }),
+        tags: list_param(&p, "tags"),
         integers: p.get("integers").is_some_and(|v| v == "true"),
         precision_ns: precision.nanos(),
         now_ns: crate::state::now_ns(),
     };
-    let db = p
-        .get("db")
-        .cloned()
-        .unwrap_or_else(|| s.config.default_database.clone());
-    crate::state::ensure_database(&inner.engine, &db).await?;
+    let db = crate::state::write_database(&s, &p).await?;
     let body = read_body(&headers, body, s.config.max_body_bytes).await?;
     s.metrics.ingest_bytes.inc_by(body.len() as u64);
     let converted = tokio::task::spawn_blocking(move || convert(&body, &o))
@@ -88,7 +67,7 @@ async fn ingest_inner(
         return Ok(none.answer(&converted.rejected));
     }
     let mut out = ingest_lines(
-        s,
+        &s,
         &db,
         converted.lines.into(),
         tempora_lineproto::Precision::Ns,

@@ -35,25 +35,9 @@ pub async fn write(
     Query(p): Query<HashMap<String, String>>,
     headers: HeaderMap,
     body: Body,
-) -> Response {
-    match write_inner(&s, p, headers, body).await {
-        Ok(r) => r,
-        Err(e) => e.into_response(),
-    }
-}
-
-async fn write_inner(
-    s: &Arc<AppState>,
-    p: HashMap<String, String>,
-    headers: HeaderMap,
-    body: Body,
 ) -> Result<Response, ServerError> {
     let inner = s.ready()?;
-    let db = p
-        .get("db")
-        .cloned()
-        .unwrap_or_else(|| s.config.default_database.clone());
-    crate::state::ensure_database(&inner.engine, &db).await?;
+    let db = crate::state::write_database(&s, &p).await?;
     // The compressed body is read raw: snappy is the protocol's, not a Content-Encoding.
     let mut headers = headers;
     headers.remove(axum::http::header::CONTENT_ENCODING);

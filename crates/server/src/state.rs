@@ -204,6 +204,21 @@ impl AppState {
 
 /// Creates database `db` in the engine's catalog if it is not there (writes name their
 /// database; InfluxDB creates it on first write). The write path needs no SQL for this.
+/// The database a write names with `?db=` (the default database without it), created if it
+/// does not exist.
+pub async fn write_database(
+    s: &AppState,
+    p: &std::collections::HashMap<String, String>,
+) -> Result<String, crate::error::ServerError> {
+    let inner = s.ready()?;
+    let db = p
+        .get("db")
+        .cloned()
+        .unwrap_or_else(|| s.config.default_database.clone());
+    ensure_database(&inner.engine, &db).await?;
+    Ok(db)
+}
+
 pub async fn ensure_database(
     engine: &std::sync::Arc<tempora_storage::Engine>,
     db: &str,
