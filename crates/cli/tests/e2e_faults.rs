@@ -178,13 +178,29 @@ fn bad_inputs_get_clear_answers_and_nothing_else_is_lost() {
     }
     // Impossible PostgreSQL frames end only their own connection, with a FATAL 08P01 naming
     // the length (they used to panic inside pgwire's decoder).
-    for (name, frame) in [
-        ("password message of length 0", &b"p\0\0\0\0="[..]),
-        ("query of length 3", &b"Q\0\0\0\x03"[..]),
+    // So do bodies whose fields run past their length or stop short of it (pgwire read
+    // past them and panicked, or decoded the rest as another message).
+    for (name, frame, want) in [
+        (
+            "password message of length 0",
+            &b"p\0\0\0\0="[..],
+            "claims a length of 0",
+        ),
+        ("query of length 3", b"Q\0\0\0\x03", "claims a length of 3"),
+        (
+            "Parse claiming two parameter types and carrying one",
+            b"P\0\0\0\x0d\0q\0\0\x02\0\0\0\x17",
+            "the Parse message at byte 33: the parameter types at byte 5 needs 8 bytes",
+        ),
+        (
+            "Sync carrying a Query",
+            b"S\0\0\0\x10Q\0\0\0\x0bDROP 1\0",
+            "the Sync message at byte 33: 12 bytes follow",
+        ),
     ] {
         let answer = pg_raw_after_startup(s.pg, frame);
         assert!(
-            answer.contains("08P01") && answer.contains("claims a length of"),
+            answer.contains("08P01") && answer.contains(want),
             "{name}: {answer}"
         );
     }

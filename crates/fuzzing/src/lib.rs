@@ -72,15 +72,20 @@ pub fn pg_messages(data: &[u8]) {
         let sf = scram::server_first(&first, "server", &v);
         let _ = scram::client_final(&v, &first, &sf, data);
     }
+    if let Ok((_, Some(first))) = tempora_server::pg_shapes::sasl_initial(data) {
+        let _ = scram::client_first(&first);
+    }
     for startup in [true, false] {
+        // As the server runs it: encryption is negotiated before pgwire's loop (so the
+        // start-up message comes first), and every byte passes the frame check first
+        // (pg_frames.rs).
         let mut ctx = DecodeContext::default();
-        ctx.awaiting_frontend_ssl = startup;
+        ctx.awaiting_frontend_ssl = false;
         ctx.awaiting_frontend_startup = startup;
-        // The server checks frame lengths before pgwire decodes (pg_frames.rs).
         let mut frames = if startup {
             FrameTracker::default()
         } else {
-            FrameTracker::after_startup()
+            FrameTracker::default().after_startup()
         };
         if frames.feed(data).is_err() {
             continue;

@@ -23,7 +23,8 @@ pub struct Config {
     pub pg_user: String,
     /// Database used when a request names none.
     pub default_database: String,
-    /// Largest request body, also after gzip decompression (bytes).
+    /// Largest request body, also after gzip decompression, and largest PostgreSQL message
+    /// (bytes).
     pub max_body_bytes: usize,
     /// Longest line-protocol line (bytes).
     pub max_line_bytes: usize,

@@ -25,6 +25,7 @@ pub mod pg_frames;
 pub mod pg_limits;
 pub mod pg_names;
 pub mod pg_prepared;
+pub mod pg_shapes;
 pub mod pg_show;
 pub mod pg_startup;
 pub mod prom_write;
@@ -266,7 +267,7 @@ pub async fn run(
     let pg_tls = certificate
         .as_ref()
         .map(|c| tokio_rustls::TlsAcceptor::from(c.server_config(&[b"postgresql"])));
-    let pg_task = tokio::spawn(pg::serve(pg, handlers, pg_tls));
+    let pg_task = tokio::spawn(pg::serve(pg, handlers, pg_tls, config.max_body_bytes));
     let models = inner.query.clone();
     tokio::spawn(async move { models.resume_models().await });
     tracing::info!("ready");

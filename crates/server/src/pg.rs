@@ -513,6 +513,7 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     handlers: Arc<Handlers>,
     tls: Option<pgwire::tokio::TlsAcceptor>,
+    max_body: usize,
 ) {
     loop {
         let Ok((socket, peer)) = listener.accept().await else {
@@ -520,7 +521,7 @@ pub async fn serve(
         };
         let (h, tls) = (handlers.clone(), tls.clone());
         tokio::spawn(async move {
-            if let Err(e) = crate::pg_frames::process_socket(socket, tls, h).await {
+            if let Err(e) = crate::pg_frames::process_socket(socket, tls, h, max_body).await {
                 tracing::debug!(%peer, error = %e, "postgres connection ended with an error");
             }
         });

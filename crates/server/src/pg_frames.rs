@@ -6,10 +6,15 @@
 //! [`FrameTracker`] first, which follows the message boundaries of the protocol — untyped
 //! start-up messages (length ≥ 8), then typed ones (type byte, length ≥ 4) — and ends the
 //! connection with a clear error at the first impossible length, before pgwire sees it.
+//! Bodies whose fields pgwire reads are collected and walked by [`crate::pg_shapes`]: a
+//! body must end where its length says, or pgwire would read past it (and panic at the end
+//! of its buffer) or decode its leftover bytes as another message.
 //!
 //! Invariants:
 //! - The tracker is a pure state machine over the byte stream: bytes can arrive split
 //!   anywhere and the verdict is the same.
+//! - No message body is longer than `max_body_bytes` (the limit of HTTP bodies); the
+//!   tracker holds at most one body, and only of a message whose fields are walked.
 //! - TLS is negotiated before the tracker (it reads plaintext) and the bytes pgwire read ahead
 //!   during negotiation are fed to it first.
 //! - The loop is pgwire's own (`process_socket`): the same start-up timeout and dispatch.
@@ -28,12 +33,13 @@ use pgwire::tokio::server::{negotiate_tls, process_error, process_message};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::codec::{Framed, FramedParts};
 
+use crate::pg_shapes;
+
 /// How long a client may take from connecting to finishing authentication (pgwire's value).
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Start-up request codes after which the next message is again untyped.
-const SSL_REQUEST: u32 = 80_877_103;
-const GSSENC_REQUEST: u32 = 80_877_104;
+/// The limit when none is given (the default `max_body_bytes`).
+pub const DEFAULT_MAX_BODY: usize = 64 << 20;
 
 /// Where the stream is: collecting a header, or skipping a body.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,25 +48,44 @@ pub struct FrameTracker {
     header: Vec<u8>,
     body_left: usize,
     offset: u64,
+    /// The message being read: where it began, its type byte (untyped: 0) and start-up code.
+    at: u64,
+    kind: u8,
+    code: u32,
+    /// Its body so far, when its fields are walked.
+    keep: bool,
+    body: Vec<u8>,
+    max_body: usize,
 }
 
 impl Default for FrameTracker {
     fn default() -> Self {
+        Self::new(DEFAULT_MAX_BODY)
+    }
+}
+
+impl FrameTracker {
+    /// A tracker for a new connection whose message bodies are at most `max_body` bytes.
+    pub fn new(max_body: usize) -> Self {
         Self {
             untyped: true,
             header: Vec::with_capacity(8),
             body_left: 0,
             offset: 0,
+            at: 0,
+            kind: 0,
+            code: 0,
+            keep: false,
+            body: Vec::new(),
+            max_body,
         }
     }
-}
 
-impl FrameTracker {
-    /// A tracker for a stream past its start-up message (typed messages only).
-    pub fn after_startup() -> Self {
+    /// The same tracker for a stream past its start-up message (typed messages only).
+    pub fn after_startup(self) -> Self {
         Self {
             untyped: false,
-            ..Self::default()
+            ..self
         }
     }
 
@@ -69,9 +94,15 @@ impl FrameTracker {
         while !bytes.is_empty() {
             if self.body_left > 0 {
                 let n = self.body_left.min(bytes.len());
+                if self.keep {
+                    self.body.extend_from_slice(&bytes[..n]);
+                }
                 self.body_left -= n;
                 self.offset += n as u64;
                 bytes = &bytes[n..];
+                if self.body_left == 0 {
+                    self.end_body()?;
+                }
                 continue;
             }
             let need = if self.untyped { 8 } else { 5 };
@@ -97,14 +128,59 @@ impl FrameTracker {
                 "the message at byte {at} claims a length of {len}; the least is {min}"
             ));
         }
+        if len - counted > self.max_body {
+            return Err(format!(
+                "the message at byte {at} claims a length of {len}; the limit is \
+                 max_body_bytes = {}",
+                self.max_body
+            ));
+        }
+        self.at = at;
         if self.untyped {
-            let code = u32::from_be_bytes(self.header[4..8].try_into().expect("4 bytes"));
-            self.untyped = code == SSL_REQUEST || code == GSSENC_REQUEST;
+            self.kind = 0;
+            self.code = u32::from_be_bytes(self.header[4..8].try_into().expect("4 bytes"));
+            self.untyped = matches!(
+                self.code,
+                pg_shapes::SSL_REQUEST | pg_shapes::GSSENC_REQUEST
+            );
+            self.keep = true;
+        } else {
+            self.kind = self.header[0];
+            if !pg_shapes::known(self.kind) {
+                return Err(format!(
+                    "the message at byte {at} has the unknown type {:?}",
+                    self.kind as char
+                ));
+            }
+            self.keep = pg_shapes::walks(self.kind);
         }
         self.body_left = len - counted;
         self.offset += self.header.len() as u64;
         self.header.clear();
+        if self.body_left == 0 {
+            self.end_body()?;
+        }
         Ok(())
+    }
+
+    /// Walks the body just completed, when its fields are read by pgwire.
+    fn end_body(&mut self) -> Result<(), String> {
+        if !self.keep {
+            return Ok(());
+        }
+        let verdict = match self.kind {
+            0 => pg_shapes::startup(self.code, &self.body),
+            k => pg_shapes::typed(k, &self.body),
+        };
+        self.body.clear();
+        self.body.shrink_to(1 << 16);
+        verdict.map_err(|why| {
+            let what = match self.kind {
+                0 => "start-up message".to_string(),
+                k => format!("{} message", pg_shapes::name(k)),
+            };
+            format!("the {what} at byte {}: {why}", self.at)
+        })
     }
 }
 
@@ -149,6 +225,7 @@ pub async fn process_socket<H: PgWireServerHandlers>(
     socket: tokio::net::TcpStream,
     tls: Option<pgwire::tokio::TlsAcceptor>,
     handlers: H,
+    max_body: usize,
 ) -> io::Result<()> {
     let deadline = tokio::time::sleep(STARTUP_TIMEOUT);
     tokio::pin!(deadline);
@@ -160,7 +237,7 @@ pub async fn process_socket<H: PgWireServerHandlers>(
         return Ok(()); // direct TLS without a certificate configured
     };
     let old = framed.into_parts();
-    let mut tracker = FrameTracker::default();
+    let mut tracker = FrameTracker::new(max_body);
     tracker
         .feed(&old.read_buf)
         .map_err(|why| io::Error::new(io::ErrorKind::InvalidData, why))?;
@@ -255,7 +332,7 @@ mod tests {
         let (mut client, server) = tokio::io::duplex(64);
         let mut g = Guarded {
             inner: server,
-            tracker: FrameTracker::after_startup(),
+            tracker: FrameTracker::default().after_startup(),
         };
         client.write_all(&typed(b'Q', b"SELECT 1\0")).await.unwrap();
         let mut buf = [0u8; 64];
@@ -282,13 +359,13 @@ mod tests {
             ("start-up then a query", good.clone(), None),
             (
                 "empty password message",
-                [startup(protocol3, b""), typed(b'p', b"")].concat(),
+                [startup(protocol3, b"\0"), typed(b'p', b"")].concat(),
                 None,
             ),
             (
                 "password message of length 0",
-                [startup(protocol3, b""), b"p\0\0\0\0=".to_vec()].concat(),
-                Some("byte 8 claims a length of 0; the least is 4"),
+                [startup(protocol3, b"\0"), b"p\0\0\0\0=".to_vec()].concat(),
+                Some("byte 9 claims a length of 0; the least is 4"),
             ),
             (
                 "start-up of length 4",
@@ -297,13 +374,38 @@ mod tests {
             ),
             (
                 "GSSENC request, then a start-up, then a query",
-                [startup(GSSENC_REQUEST, b""), good.clone()].concat(),
+                [startup(pg_shapes::GSSENC_REQUEST, b""), good.clone()].concat(),
                 None,
             ),
             (
                 "length 3 after two good messages",
                 [good.clone(), b"S\0\0\0\x03".to_vec()].concat(),
                 Some("claims a length of 3"),
+            ),
+            (
+                "a Parse message whose parameter types run past its end",
+                [good.clone(), typed(b'P', b"\0q\0\0\x02\0\0\0\x17")].concat(),
+                Some("the Parse message at byte 30: the parameter types at byte 5 needs 8"),
+            ),
+            (
+                "a Sync message with a body pgwire would decode as the next message",
+                [good.clone(), typed(b'S', b"Q\0\0\0\x04")].concat(),
+                Some("the Sync message at byte 30: 5 bytes follow the last field"),
+            ),
+            (
+                "an unknown message type",
+                [good.clone(), typed(b'z', b"")].concat(),
+                Some("the message at byte 30 has the unknown type 'z'"),
+            ),
+            (
+                "a start-up message without its final NUL",
+                startup(protocol3, b"user\0u\0"),
+                Some("the start-up message at byte 0: the parameter name at byte 7"),
+            ),
+            (
+                "a body past the limit",
+                [good.clone(), b"d\x7f\0\0\0".to_vec()].concat(),
+                Some("claims a length of 2130706432; the limit is max_body_bytes = 67108864"),
             ),
         ];
         for (name, bytes, want) in cases {

@@ -120,11 +120,19 @@ impl ScramLogin {
         let mut state = self.state.lock();
         match &*state {
             ScramState::Initial => {
-                let init = msg.into_sasl_initial_response()?;
-                if init.auth_method != METHOD {
-                    return Err(PgWireError::UnsupportedSASLAuthMethod(init.auth_method));
+                // Read here: pgwire's own reader panics on a data length past the body.
+                let PasswordMessageFamily::Raw(body) = msg else {
+                    return Err(fatal(
+                        "08P01",
+                        "SCRAM: expected a SASL initial response".into(),
+                    ));
+                };
+                let (mechanism, data) = crate::pg_shapes::sasl_initial(&body)
+                    .map_err(|e| fatal("08P01", format!("SASL initial response: {e}")))?;
+                if mechanism != METHOD {
+                    return Err(PgWireError::UnsupportedSASLAuthMethod(mechanism));
                 }
-                let data = init.data.unwrap_or_default();
+                let data = data.unwrap_or_default();
                 let first = scram_core::client_first(&data)
                     .map_err(|e| fatal("08P01", format!("SCRAM: {e}")))?;
                 let verifier = self.credentials.verifier(&user);
