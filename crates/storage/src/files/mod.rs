@@ -20,6 +20,7 @@
 
 pub mod float_codec;
 pub mod footer_guard;
+pub mod footer_schema;
 pub(crate) mod guided;
 pub mod manifest;
 pub(crate) mod rg_index;
