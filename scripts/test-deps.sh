@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the end-to-end tests call, on a Debian machine (root): curl, psql, gzip,
 # python3 with pyarrow, duckdb, psycopg, influxdb-client, cryptography (TLS test certificates),
-# matplotlib (bench/report.py) and
+# playwright (the console test, with Debian's chromium-headless-shell), matplotlib
+# (bench/report.py) and
 # pandas (bench/test_compression.py),
 # a JDK and pgJDBC from Maven Central (into target/test-deps/postgresql.jar). Safe to run
 # again: it skips what is there.
@@ -15,11 +16,13 @@ command -v curl >/dev/null || need_apt+=(curl)
 command -v gzip >/dev/null || need_apt+=(gzip)
 [ -x /usr/bin/time ] || need_apt+=(time)   # bench/peers/setup.sh times its loads
 command -v java >/dev/null || need_apt+=(openjdk-17-jdk-headless)
+# The console test's browser (driven by Playwright with executable_path; never downloaded).
+[ -x /usr/bin/chromium-headless-shell ] || need_apt+=(chromium-headless-shell)
 if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
 fi
-if ! python3 -c "import pyarrow, duckdb, pytz, psycopg, influxdb_client, matplotlib, pandas, cryptography" 2>/dev/null; then
-  pkgs=(pyarrow duckdb pytz "psycopg[binary]" influxdb-client matplotlib pandas cryptography)
+if ! python3 -c "import pyarrow, duckdb, pytz, psycopg, influxdb_client, matplotlib, pandas, cryptography, playwright" 2>/dev/null; then
+  pkgs=(pyarrow duckdb pytz "psycopg[binary]" influxdb-client matplotlib pandas cryptography playwright)
   python3 -m pip install -q "${pkgs[@]}" 2>/dev/null \
     || python3 -m pip install -q --break-system-packages "${pkgs[@]}"
 fi

@@ -16,37 +16,7 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::{Server, curl_status, free_port, pgjdbc_jar};
-
-fn tempora(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tempora"))
-        .args(args)
-        .env("TEMPORA_LOG", "warn")
-        .output()
-        .expect("run tempora")
-}
-
-/// `tempora token create --name NAME GRANT… --data-dir DIR`: the token it prints, which is
-/// `tmp_` and 64 hex digits on stdout, alone.
-fn token_create(dir: &Path, name: &str, grant: &[&str]) -> String {
-    let mut args = vec!["token", "create", "--name", name];
-    args.extend_from_slice(grant);
-    args.extend_from_slice(&["--data-dir", dir.to_str().unwrap()]);
-    let out = tempora(&args);
-    assert!(
-        out.status.success(),
-        "token create {name}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    let token = stdout.trim_end_matches('\n');
-    let hex = token.strip_prefix("tmp_").unwrap_or("");
-    assert!(
-        hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) && !token.contains('\n'),
-        "token create prints the token alone: {stdout:?}"
-    );
-    token.to_string()
-}
+use common::{Server, curl_status, free_port, pgjdbc_jar, tempora, token_create};
 
 /// curl with `Authorization: Token TOKEN`; returns (status code, answer body).
 fn as_token(token: &str, args: &[&str]) -> (String, String) {

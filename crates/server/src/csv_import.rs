@@ -89,6 +89,78 @@ pub fn convert(body: &[u8], spec: &CsvSpec, precision_ns: i64) -> Result<Convert
     Ok(out)
 }
 
+/// What an import would make of a CSV body, without writing: each column's role (`time`,
+/// `tag`, `field`) and type as [`convert`] infers it from the rows given, the first rows, and
+/// the refusals among them.
+#[derive(Debug, serde::Serialize)]
+pub struct Preview {
+    pub columns: Vec<PreviewColumn>,
+    pub rows: Vec<Vec<String>>,
+    pub rejected: Vec<(usize, String)>,
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct PreviewColumn {
+    pub name: String,
+    pub role: &'static str,
+    #[serde(rename = "type")]
+    pub ty: &'static str,
+}
+
+/// The preview of `body` with its first `rows` data rows (types come from all rows given).
+pub fn preview(
+    body: &[u8],
+    spec: &CsvSpec,
+    precision_ns: i64,
+    rows: usize,
+) -> Result<Preview, String> {
+    let converted = convert(body, spec, precision_ns)?;
+    let mut rdr = csv::ReaderBuilder::new().flexible(true).from_reader(body);
+    let headers = rdr
+        .headers()
+        .map_err(|e| format!("CSV header: {e}"))?
+        .clone();
+    let records: Vec<csv::StringRecord> = rdr.records().filter_map(|r| r.ok()).collect();
+    let types = infer_types(records.iter(), headers.len());
+    let time_idx = time_index(&headers, spec)?;
+    let columns = headers
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let tag = spec.tags.iter().any(|t| t == name);
+            PreviewColumn {
+                name: name.to_string(),
+                role: match (i == time_idx, tag) {
+                    (true, _) => "time",
+                    (_, true) => "tag",
+                    _ => "field",
+                },
+                ty: match (i == time_idx, tag, types[i]) {
+                    (true, _, _) => "timestamp",
+                    (_, true, _) => "string",
+                    (_, _, ColumnType::Integer) => "integer",
+                    (_, _, ColumnType::Float) => "float",
+                    (_, _, ColumnType::Boolean) => "boolean",
+                    (_, _, ColumnType::String) => "string",
+                },
+            }
+        })
+        .collect();
+    Ok(Preview {
+        columns,
+        rows: records
+            .iter()
+            .take(rows)
+            .map(|r| r.iter().map(str::to_string).collect())
+            .collect(),
+        rejected: converted
+            .rejected
+            .into_iter()
+            .filter(|(row, _)| *row <= rows)
+            .collect(),
+    })
+}
+
 /// The type of a field column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ColumnType {
@@ -263,6 +335,39 @@ mod tests {
             time_column: "time".into(),
             tags: vec!["host".into()],
         }
+    }
+
+    /// The preview gives each column's role and the type the import infers, the first rows,
+    /// and the refusals among them.
+    #[test]
+    fn preview_names_roles_types_and_refusals() {
+        let body = b"time,host,usage,ok,note\n\
+            2024-01-01T00:00:00Z,a,1,true,x\n\
+            2024-01-01T00:00:01Z,b,2.5,false,\n\
+            not a time,c,3,true,z\n";
+        let p = preview(body, &spec(), 1, 3).unwrap();
+        let got: Vec<(&str, &str, &str)> = p
+            .columns
+            .iter()
+            .map(|c| (c.name.as_str(), c.role, c.ty))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("time", "time", "timestamp"),
+                ("host", "tag", "string"),
+                ("usage", "field", "float"),
+                ("ok", "field", "boolean"),
+                ("note", "field", "string"),
+            ]
+        );
+        assert_eq!(p.rows.len(), 3);
+        assert_eq!(p.rows[1], ["2024-01-01T00:00:01Z", "b", "2.5", "false", ""]);
+        assert_eq!(p.rejected.len(), 1, "{:?}", p.rejected);
+        assert_eq!(p.rejected[0].0, 3);
+        assert_eq!(preview(body, &spec(), 1, 1).unwrap().rejected, []);
+        let e = preview(b"when,v\n1,2\n", &spec(), 1, 5).unwrap_err();
+        assert!(e.contains("no column \"time\""), "{e}");
     }
 
     #[test]

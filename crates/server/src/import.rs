@@ -1,5 +1,6 @@
-//! `POST /api/v1/import?db=&table=&time_column=&tags=a,b&precision=`: a CSV body (header
-//! row first) written as rows of `table`.
+//! `POST /api/v1/import?db=&table=&time_column=&tags=a,b&precision=[&preview=N]`: a CSV body
+//! (header row first) written as rows of `table`; with `preview`, only what would be written
+//! (each column's role and inferred type, the first N rows and their refusals), as JSON.
 //!
 //! The CSV is converted to line protocol (`csv_import`) and then takes the write path of
 //! `/write`, so its answer has the same shape: 204 when every row was stored, otherwise 400
@@ -53,6 +54,9 @@ async fn import_inner(
         tags: list_param(&p, "tags").unwrap_or_default(),
     };
     let precision = parse_precision(p.get("precision").map(String::as_str))?;
+    if let Some(n) = p.get("preview") {
+        return preview(s, n, &spec, precision.nanos(), headers, body).await;
+    }
     let db = crate::state::write_database(s, &p).await?;
     let body = read_body(&headers, body, s.config.max_body_bytes).await?;
     s.metrics.ingest_bytes.inc_by(body.len() as u64);
@@ -76,4 +80,37 @@ async fn import_inner(
                 .unwrap_or(r.0);
     }
     Ok(out.answer(&converted.rejected))
+}
+
+/// Most rows a preview returns.
+pub const MAX_PREVIEW_ROWS: usize = 1000;
+
+/// `preview=N`: what the import would make of the body (roles, inferred types, the first N
+/// rows and their refusals) as JSON; nothing is written.
+async fn preview(
+    s: &Arc<AppState>,
+    n: &str,
+    spec: &CsvSpec,
+    precision_ns: i64,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ServerError> {
+    let rows = n
+        .parse::<usize>()
+        .ok()
+        .filter(|r| *r <= MAX_PREVIEW_ROWS)
+        .ok_or_else(|| {
+            ServerError::BadRequest(format!(
+                "parameter preview: expected a row count up to {MAX_PREVIEW_ROWS}, not {n:?}"
+            ))
+        })?;
+    let body = read_body(&headers, body, s.config.max_body_bytes).await?;
+    let spec = spec.clone();
+    let p = tokio::task::spawn_blocking(move || {
+        crate::csv_import::preview(&body, &spec, precision_ns, rows)
+    })
+    .await
+    .map_err(|e| ServerError::Internal(e.to_string()))?
+    .map_err(ServerError::BadRequest)?;
+    Ok(axum::Json(p).into_response())
 }

@@ -11,6 +11,7 @@ pub mod auth;
 pub mod body;
 pub mod check;
 pub mod config;
+pub mod console;
 pub mod csv_import;
 pub mod error;
 pub mod import;
@@ -71,6 +72,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/v1/write", post(prom_write::write))
         .route("/health", get(ops::health))
         .route("/metrics", get(ops::metrics))
+        .route("/", get(console::page))
+        .route("/console/{asset}", get(console::asset))
         .route(
             "/api/v1/tokens",
             get(auth::admin_http::list).post(auth::admin_http::create),

@@ -1,4 +1,4 @@
-//! `GET|POST /api/v1/sql?db=&q=&format=json|csv|arrow[&params=[…]]` (the query may also be
+//! `GET|POST /api/v1/sql?db=&q=&format=json|csv|arrow|parquet[&params=[…]]` (the query may also be
 //! the POST body). `params` is a JSON array of the values of `$1`, `$2`, … (strings,
 //! numbers, booleans, null), cast to the types the statement gives its parameters.
 
@@ -170,7 +170,7 @@ fn arrow_err(e: arrow::error::ArrowError) -> ServerError {
 }
 
 /// Encodes a result as JSON (`{"columns": [{name, type}], "rows": [[…]]}`, see `json_body`),
-/// CSV (header row, RFC 3339 UTC timestamps) or an Arrow IPC stream.
+/// CSV (header row, RFC 3339 UTC timestamps), an Arrow IPC stream or a Parquet file.
 pub fn encode(
     format: &str,
     schema: &SchemaRef,
@@ -205,8 +205,20 @@ pub fn encode(
                 w.into_inner().map_err(arrow_err)?,
             ))
         }
+        "parquet" => {
+            let mut w = parquet::arrow::ArrowWriter::try_new(Vec::new(), schema.clone(), None)
+                .map_err(|e| ServerError::Internal(format!("parquet: {e}")))?;
+            for b in batches {
+                w.write(b)
+                    .map_err(|e| ServerError::Internal(format!("parquet: {e}")))?;
+            }
+            let out = w
+                .into_inner()
+                .map_err(|e| ServerError::Internal(format!("parquet: {e}")))?;
+            Ok(("application/vnd.apache.parquet", out))
+        }
         other => Err(ServerError::BadRequest(format!(
-            "unknown format {other:?}: expected json, csv or arrow"
+            "unknown format {other:?}: expected json, csv, arrow or parquet"
         ))),
     }
 }
@@ -330,6 +342,36 @@ mod tests {
                 ["2016-01-01T00:00:00.123456Z", "é", -0.5, -1],
             ])
         );
+    }
+
+    /// A Parquet answer reads back as the same rows.
+    #[test]
+    fn parquet_reads_back() {
+        use arrow::array::{Int64Array, StringArray};
+        use arrow::datatypes::{DataType, Field, Schema};
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("n", DataType::Int64, false),
+            Field::new("s", DataType::Utf8, true),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(Int64Array::from(vec![1, 2])),
+                Arc::new(StringArray::from(vec![Some("a"), None])),
+            ],
+        )
+        .unwrap();
+        let (ctype, body) = encode("parquet", &schema, std::slice::from_ref(&batch)).unwrap();
+        assert_eq!(ctype, "application/vnd.apache.parquet");
+        let back: Vec<RecordBatch> =
+            parquet::arrow::arrow_reader::ParquetRecordBatchReader::try_new(
+                bytes::Bytes::from(body),
+                1024,
+            )
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(back, vec![batch]);
     }
 
     #[test]

@@ -250,3 +250,34 @@ pub fn pgjdbc_jar() -> std::path::PathBuf {
     );
     jar
 }
+
+/// The binary run with `args` to its end (logs at warn).
+pub fn tempora(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tempora"))
+        .args(args)
+        .env("TEMPORA_LOG", "warn")
+        .output()
+        .expect("run tempora")
+}
+
+/// `tempora token create --name NAME GRANT… --data-dir DIR`: the token it prints, which is
+/// `tmp_` and 64 hex digits on stdout, alone.
+pub fn token_create(dir: &std::path::Path, name: &str, grant: &[&str]) -> String {
+    let mut args = vec!["token", "create", "--name", name];
+    args.extend_from_slice(grant);
+    args.extend_from_slice(&["--data-dir", dir.to_str().unwrap()]);
+    let out = tempora(&args);
+    assert!(
+        out.status.success(),
+        "token create {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let token = stdout.trim_end_matches('\n');
+    let hex = token.strip_prefix("tmp_").unwrap_or("");
+    assert!(
+        hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) && !token.contains('\n'),
+        "token create prints the token alone: {stdout:?}"
+    );
+    token.to_string()
+}

@@ -3,7 +3,9 @@
 //! its database's, else the server's: a duration such as `30d`, `forever`, or `auto` for a
 //! width chosen from the data rate); `own_ttl` and `own_partition`, what the table itself sets
 //! (NULL: inherited); `next_partition`, the width the next new partition gets; `partitions`,
-//! how many it has. `SHOW DATABASES` shows each database's `ttl` and `partition` the same way.
+//! how many it has; `rollups`, the declared rollups in force (`1m,1h`, or `none`); `files` and
+//! `bytes`, its data files now. `SHOW DATABASES` shows each database's `ttl` and `partition`
+//! the same way.
 
 use std::sync::Arc;
 
@@ -46,6 +48,8 @@ impl TableFunctionImpl for TablesFn {
         let mut names = Vec::new();
         let mut cols: [Vec<Option<String>>; 5] = Default::default();
         let mut counts = Vec::new();
+        let mut rollups = Vec::new();
+        let (mut files, mut bytes) = (Vec::new(), Vec::new());
         for full in self.engine.tables() {
             let Some(name) = full.strip_prefix(&prefix) else {
                 continue;
@@ -60,6 +64,13 @@ impl TableFunctionImpl for TablesFn {
             cols[3].push(own.partition.map(|s: Setting| format_setting(s, "auto")));
             cols[4].push(Some(format_duration_ns(next)));
             counts.push(self.engine.partitions(&full).len() as u64);
+            rollups.push(match eff.rollups.resolutions().is_empty() {
+                true => "none".to_string(),
+                false => eff.rollups.to_string(),
+            });
+            let (n, b) = self.engine.table_files(&full).unwrap_or_default();
+            files.push(n);
+            bytes.push(b);
         }
         let schema = Arc::new(Schema::new(vec![
             Field::new("table_name", DataType::Utf8, false),
@@ -69,6 +80,9 @@ impl TableFunctionImpl for TablesFn {
             Field::new("own_partition", DataType::Utf8, true),
             Field::new("next_partition", DataType::Utf8, false),
             Field::new("partitions", DataType::UInt64, false),
+            Field::new("rollups", DataType::Utf8, false),
+            Field::new("files", DataType::UInt64, false),
+            Field::new("bytes", DataType::UInt64, false),
         ]));
         let [ttl, part, own_ttl, own_part, next] = cols;
         let batch = RecordBatch::try_new(
@@ -81,6 +95,9 @@ impl TableFunctionImpl for TablesFn {
                 Arc::new(StringArray::from(own_part)),
                 Arc::new(StringArray::from(next)),
                 Arc::new(UInt64Array::from(counts)),
+                Arc::new(StringArray::from_iter_values(rollups)),
+                Arc::new(UInt64Array::from(files)),
+                Arc::new(UInt64Array::from(bytes)),
             ],
         )?;
         Ok(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))

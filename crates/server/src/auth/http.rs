@@ -21,9 +21,11 @@ use crate::state::AppState;
 /// The middleware.
 pub async fn check(State(s): State<Arc<AppState>>, mut req: Request, next: Next) -> Response {
     let endpoint = required::endpoint_of(req.method().as_str(), req.uri().path());
-    if endpoint == Endpoint::Health {
+    if matches!(endpoint, Endpoint::Health | Endpoint::Console) {
         return next.run(req).await;
     }
+    // The console asks for a token in its own dialog, not the browser's password prompt.
+    let challenge = !req.headers().contains_key(crate::console::HEADER);
     let creds = from_headers(
         req.headers()
             .get(header::AUTHORIZATION)
@@ -32,7 +34,7 @@ pub async fn check(State(s): State<Arc<AppState>>, mut req: Request, next: Next)
     );
     let principal = match s.access.http(&creds) {
         Ok(p) => p,
-        Err(e) => return refuse(e),
+        Err(e) => return refuse(e, challenge),
     };
     if let Some(perm) = required::for_endpoint(endpoint) {
         let scope = match endpoint {
@@ -43,16 +45,16 @@ pub async fn check(State(s): State<Arc<AppState>>, mut req: Request, next: Next)
             _ => Scope::None,
         };
         if let Err(e) = s.access.require(&principal, perm, &scope) {
-            return refuse(e);
+            return refuse(e, challenge);
         }
     }
     req.extensions_mut().insert(principal);
     next.run(req).await
 }
 
-/// A refusal, with the challenge a 401 carries.
-fn refuse(e: tempora_query::QueryError) -> Response {
-    let unauthenticated = matches!(e, tempora_query::QueryError::Unauthenticated(_));
+/// A refusal, with the challenge a 401 carries (unless the console asked without it).
+fn refuse(e: tempora_query::QueryError, challenge: bool) -> Response {
+    let unauthenticated = challenge && matches!(e, tempora_query::QueryError::Unauthenticated(_));
     let mut r = ServerError::Query(e).into_response();
     if unauthenticated {
         r.headers_mut().insert(

@@ -11,6 +11,9 @@ use super::grant::Permission;
 pub enum Endpoint {
     /// `/health`, `/ping`: open to everyone (every other endpoint needs credentials).
     Health,
+    /// The console's page and assets (`GET /`, `/console/…`): open, as they hold no data; the
+    /// page asks for a token when the API it calls refuses it.
+    Console,
     /// Line protocol (`/write`, `/api/v2/write`) and CSV import.
     Write,
     /// `/query` and `/api/v1/sql`: the statement decides.
@@ -26,6 +29,7 @@ pub enum Endpoint {
 pub fn endpoint_of(method: &str, path: &str) -> Endpoint {
     match (method, path) {
         (_, "/health" | "/ping") => Endpoint::Health,
+        ("GET" | "HEAD", p) if crate::console::is_asset(p) => Endpoint::Console,
         (
             _,
             "/write"
@@ -44,7 +48,7 @@ pub fn endpoint_of(method: &str, path: &str) -> Endpoint {
 /// The permission an endpoint needs before its statements are looked at (`None`: open).
 pub fn for_endpoint(e: Endpoint) -> Option<Permission> {
     match e {
-        Endpoint::Health => None,
+        Endpoint::Health | Endpoint::Console => None,
         Endpoint::Write => Some(Permission::Write),
         // Authenticated; each statement is then checked by its class.
         Endpoint::Statements => None,
@@ -114,6 +118,10 @@ mod tests {
         for (method, path, want) in [
             ("GET", "/health", Endpoint::Health),
             ("HEAD", "/ping", Endpoint::Health),
+            ("GET", "/", Endpoint::Console),
+            ("GET", "/console/app.js", Endpoint::Console),
+            ("POST", "/", Endpoint::Admin),
+            ("GET", "/console/other.js", Endpoint::Admin),
             ("POST", "/write", Endpoint::Write),
             ("POST", "/api/v2/write", Endpoint::Write),
             ("POST", "/api/v1/import", Endpoint::Write),

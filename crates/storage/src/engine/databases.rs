@@ -109,6 +109,19 @@ impl Engine {
         })
     }
 
+    /// Table `name`'s data files now: how many, and their bytes.
+    pub fn table_files(&self, name: &str) -> Option<(u64, u64)> {
+        let t = self.catalog.find(name)?;
+        let (mut n, mut bytes) = (0u64, 0u64);
+        for region in t.all_regions() {
+            for f in region.files.read().iter() {
+                n += 1;
+                bytes += f.meta.size;
+            }
+        }
+        Some((n, bytes))
+    }
+
     /// Table `name`'s partitions, oldest first (empty when there is no such table).
     pub fn partitions(&self, name: &str) -> Vec<Span> {
         self.catalog
