@@ -48,9 +48,9 @@ pub fn tokenize(sql: &str) -> Result<Vec<TokenWithSpan>> {
 /// by the `sql` fuzz target: 30 dotted parts, some with prefix operators, took seconds).
 pub const MAX_CHAIN_DOTS: usize = 8;
 
-/// Chains of `.`-joined parts are at most [`MAX_CHAIN_DOTS`] long. A part is one token,
-/// after any prefix operators (`+`, `-`, `NOT`, ...) and before any bracketed arguments or
-/// subscripts; the chain goes on while a `.` follows a part.
+/// Every `.` is followed by a name or `*`, and chains of `.`-joined parts are at most
+/// [`MAX_CHAIN_DOTS`] long. A part is one token, after any prefix operators (`NOT`, ...) and
+/// before any bracketed arguments or subscripts; the chain goes on while a `.` follows a part.
 pub fn check_chains(tokens: &[TokenWithSpan]) -> Result<()> {
     let sig: Vec<&TokenWithSpan> = tokens.iter().filter(|t| significant(&t.token)).collect();
     let mut dots = 0;
@@ -59,6 +59,17 @@ pub fn check_chains(tokens: &[TokenWithSpan]) -> Result<()> {
         if sig[i].token != Token::Period {
             i += 1;
             continue;
+        }
+        if !matches!(
+            sig.get(i + 1).map(|t| &t.token),
+            Some(Token::Word(_) | Token::Mul)
+        ) {
+            // sqlparser would fail here too, but only after re-reading the chain before it.
+            let s = sig[i].span.start;
+            return Err(QueryError::Sql(format!(
+                "SQL syntax: the `.` at line {} column {} is not followed by a name or `*`",
+                s.line, s.column
+            )));
         }
         dots += 1;
         if dots > MAX_CHAIN_DOTS {
@@ -69,8 +80,12 @@ pub fn check_chains(tokens: &[TokenWithSpan]) -> Result<()> {
                 s.line, s.column
             )));
         }
+        // Prefix words (`NOT NOT x`) before the part; a last one before a `.` is the part.
         let mut j = i + 1;
-        while j < sig.len() && prefix_operator(&sig[j].token) {
+        while j + 1 < sig.len()
+            && prefix_operator(&sig[j].token)
+            && sig[j + 1].token != Token::Period
+        {
             j += 1;
         }
         j += 1; // the part itself
@@ -85,13 +100,9 @@ pub fn check_chains(tokens: &[TokenWithSpan]) -> Result<()> {
     Ok(())
 }
 
-/// Tokens that can start an expression as a prefix operator.
+/// Words that can start an expression as a prefix operator (after a `.` only words come).
 fn prefix_operator(t: &Token) -> bool {
-    match t {
-        Token::Plus | Token::Minus | Token::Tilde | Token::ExclamationMark | Token::AtSign => true,
-        Token::Word(w) => w.quote_style.is_none() && w.value.eq_ignore_ascii_case("NOT"),
-        _ => false,
-    }
+    matches!(t, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("NOT"))
 }
 
 /// The index after the bracket group opening at `open` (brackets balance: checked first).
@@ -381,9 +392,29 @@ mod tests {
                 None,
             ),
             (
-                "prefix operators continue a chain",
-                format!("SELECT a{}", ".++b".repeat(MAX_CHAIN_DOTS + 1)),
+                "a `.` before an operator",
+                "SELECT a.b\n  .+c".into(),
+                Some("the `.` at line 2 column 3 is not followed by a name or `*`"),
+            ),
+            (
+                "a `.` at the end",
+                "SELECT a.".into(),
+                Some("is not followed by a name"),
+            ),
+            (
+                "NOT as a part continues a chain",
+                format!("SELECT a{}", ".NOT.b".repeat(MAX_CHAIN_DOTS)),
                 Some("more than 8 `.`"),
+            ),
+            (
+                "NOT as a prefix continues a chain",
+                format!("SELECT a{}", ".NOT NOT b".repeat(MAX_CHAIN_DOTS + 1)),
+                Some("more than 8 `.`"),
+            ),
+            (
+                "the third fuzz finding (chains joined by `#` after IF: 1.8 s)",
+                format!("IF {}C", "CC_._.CC_._.#".repeat(8)),
+                Some("the `.` at line 1 column 15 is not followed by a name"),
             ),
             (
                 "calls and subscripts continue a chain",
@@ -401,9 +432,9 @@ mod tests {
                 None,
             ),
             (
-                "the fuzz finding (104 bytes that took sqlparser 2.4 s)",
+                "the second fuzz finding (104 bytes that took sqlparser 2.4 s)",
                 "IF++F\n.\rFF\n.\rF\n.\r++F\n.\rFF\n\n.\rF.\rFF\n.\rF\n.\r++F\n.\rFF\n\n.\rF\n.\r++F\n.\rFF\n.F\n.\rFF\n\n.\rF\n.\r++F\n.\rFF\n.\rF\n.\r++\n\rF\n.\r++\n.\r++F\n.\rFF\n.\rF\n.\r++F\n.\rFF\n21\rB\x01\x00\x00\x00\x00\x00\x02\x00%".into(),
-                Some("more than 8 `.`"),
+                Some("is not followed by a name"),
             ),
         ];
         for (name, sql, want) in cases {
