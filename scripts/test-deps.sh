@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the end-to-end tests call, on a Debian machine (root): curl, psql, gzip,
 # python3 with pyarrow, duckdb, psycopg, influxdb-client, cryptography (TLS test certificates),
-# playwright (the console test, with Debian's chromium-headless-shell), matplotlib
+# playwright (the console test, with Debian's chromium-headless-shell), Prometheus, matplotlib
 # (bench/report.py) and
 # pandas (bench/test_compression.py),
 # a JDK and pgJDBC from Maven Central (into target/test-deps/postgresql.jar). Safe to run
@@ -18,6 +18,8 @@ command -v gzip >/dev/null || need_apt+=(gzip)
 command -v java >/dev/null || need_apt+=(openjdk-17-jdk-headless)
 # The console test's browser (driven by Playwright with executable_path; never downloaded).
 [ -x /usr/bin/chromium-headless-shell ] || need_apt+=(chromium-headless-shell)
+# A real Prometheus (2.42) remote-writing into Tempora.
+command -v prometheus >/dev/null || need_apt+=(prometheus)
 if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
 fi

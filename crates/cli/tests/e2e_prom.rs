@@ -92,3 +92,75 @@ fn remote_write_stores_a_table_per_metric() {
     assert!(s.healthy());
     s.stop();
 }
+
+/// Debian's Prometheus (2.42) scrapes itself every second and remote-writes into Tempora; the
+/// samples Tempora stores are the ones Prometheus answers for the same series and time, label
+/// for label and value for value.
+#[test]
+fn a_real_prometheus_remote_writes_into_tempora() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    let port = common::free_port();
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n\
+             scrape_configs:\n  - job_name: self\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n\
+             remote_write:\n  - url: http://{}/api/v1/write?db=prom\n    queue_config:\n      batch_send_deadline: 1s\n",
+            s.http
+        ),
+    )
+    .unwrap();
+    let mut prom = std::process::Command::new("prometheus")
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("prom-data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("prometheus is installed (scripts/test-deps.sh)");
+    // Wait (bounded) until three scrapes of the request counter have arrived.
+    let series = "SELECT CAST(time AS BIGINT) / 1000000 AS ms, value, instance, job, code \
+                  FROM prometheus_http_requests_total WHERE handler = '/metrics' \
+                  ORDER BY time DESC LIMIT 3";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    let rows = loop {
+        let v = s.sql_json("prom", series);
+        if let Some(rows) = v["rows"].as_array().filter(|r| r.len() == 3) {
+            break rows.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no samples from Prometheus in 90 s: {v}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    for row in &rows {
+        let ms = row[0].as_i64().unwrap();
+        let url = format!(
+            "http://127.0.0.1:{port}/api/v1/query?query=prometheus_http_requests_total%7Bhandler%3D%22%2Fmetrics%22%7D&time={}.{:03}",
+            ms / 1000,
+            ms % 1000
+        );
+        let out = common::curl(&[&url]);
+        let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let result = &answer["data"]["result"][0];
+        assert_eq!(
+            result["value"][0].as_f64().unwrap(),
+            ms as f64 / 1000.0,
+            "{answer}"
+        );
+        let value: f64 = result["value"][1].as_str().unwrap().parse().unwrap();
+        assert_eq!(value, row[1].as_f64().unwrap(), "at {ms}: {answer}");
+        for (i, label) in [(2, "instance"), (3, "job"), (4, "code")] {
+            assert_eq!(result["metric"][label], row[i], "{label} at {ms}");
+        }
+    }
+    prom.kill().unwrap();
+    prom.wait().unwrap();
+    s.stop();
+}
