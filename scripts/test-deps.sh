@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the end-to-end tests call, on a Debian machine (root): curl, psql, gzip,
 # python3 with pyarrow, duckdb, psycopg, influxdb-client, cryptography (TLS test certificates),
-# playwright (the console test, with Debian's chromium-headless-shell), Prometheus, matplotlib
+# playwright (the console test, with Debian's chromium-headless-shell), Prometheus, influx and
+# Python's influxdb (InfluxQL), matplotlib
 # (bench/report.py) and
 # pandas (bench/test_compression.py),
 # a JDK and pgJDBC from Maven Central (into target/test-deps/postgresql.jar). Safe to run
@@ -20,11 +21,13 @@ command -v java >/dev/null || need_apt+=(openjdk-17-jdk-headless)
 [ -x /usr/bin/chromium-headless-shell ] || need_apt+=(chromium-headless-shell)
 # A real Prometheus (2.42) remote-writing into Tempora.
 command -v prometheus >/dev/null || need_apt+=(prometheus)
+# InfluxDB 1.x's shell (the InfluxQL test).
+command -v influx >/dev/null || need_apt+=(influxdb-client)
 if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
 fi
-if ! python3 -c "import pyarrow, duckdb, pytz, psycopg, influxdb_client, matplotlib, pandas, cryptography, playwright" 2>/dev/null; then
-  pkgs=(pyarrow duckdb pytz "psycopg[binary]" influxdb-client matplotlib pandas cryptography playwright)
+if ! python3 -c "import pyarrow, duckdb, pytz, psycopg, influxdb_client, matplotlib, pandas, cryptography, playwright, influxdb" 2>/dev/null; then
+  pkgs=(pyarrow duckdb pytz "psycopg[binary]" influxdb-client matplotlib pandas cryptography playwright influxdb)
   python3 -m pip install -q "${pkgs[@]}" 2>/dev/null \
     || python3 -m pip install -q --break-system-packages "${pkgs[@]}"
 fi

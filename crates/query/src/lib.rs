@@ -36,6 +36,7 @@ pub mod dense;
 pub mod error;
 pub mod exec;
 pub mod functions;
+pub mod influxql;
 pub mod insert;
 pub mod latest_rows;
 pub mod limits;

@@ -188,24 +188,26 @@ pub async fn ingest_lines(
     })
 }
 
-/// `/query?q=`: `SHOW DATABASES`, `CREATE DATABASE x`, `DROP DATABASE x`, in InfluxDB's JSON.
+/// `/query?q=`: InfluxQL (SELECT, SHOW …, databases, retention policies) in InfluxDB's JSON.
 pub async fn query(
     State(s): State<Arc<AppState>>,
     axum::Extension(who): axum::Extension<crate::auth::Principal>,
-    Query(p): Params,
+    Query(mut p): Params,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let q = match p.get("q") {
-        Some(q) => q.clone(),
-        None => {
-            // Clients may POST the query as a form body.
-            let raw = read_body(&headers, body, 1 << 20).await.unwrap_or_default();
-            let form: HashMap<String, String> = url_pairs(&String::from_utf8_lossy(&raw)).collect();
-            form.get("q").cloned().unwrap_or_default()
+    if !p.contains_key("q") {
+        // Clients may POST the query (and its parameters) as a form body.
+        let raw = match read_body(&headers, body, 1 << 20).await {
+            Ok(raw) => raw,
+            Err(e) => return e.into_response(),
+        };
+        for (k, v) in url_pairs(&String::from_utf8_lossy(&raw)) {
+            p.entry(k).or_insert(v);
         }
-    };
-    match influxql(&s, &who, &q) {
+    }
+    let q = p.get("q").cloned().unwrap_or_default();
+    match influxql(&s, &who, &q, &p).await {
         Ok(results) => axum::Json(json!({ "results": results })).into_response(),
         Err(e) => (e.status(), axum::Json(json!({ "error": e.to_string() }))).into_response(),
     }
@@ -242,19 +244,38 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Runs the InfluxQL statements a client sends at start; one result per statement.
-fn influxql(
+/// Runs InfluxQL statements; one result per statement (an error ends only its own).
+async fn influxql(
     s: &AppState,
     who: &crate::auth::Principal,
     q: &str,
+    p: &HashMap<String, String>,
 ) -> Result<Vec<serde_json::Value>, ServerError> {
-    let inner = s.ready()?;
+    s.ready()?;
+    let stmts = tempora_query::influxql::parse(q).map_err(ServerError::BadRequest)?;
+    if stmts.is_empty() {
+        return Err(ServerError::BadRequest(
+            "missing required parameter \"q\"".into(),
+        ));
+    }
     let mut results = Vec::new();
-    for (id, stmt) in q
-        .split(';')
-        .map(str::trim)
-        .filter(|x| !x.is_empty())
-        .enumerate()
+    for (id, stmt) in stmts.iter().enumerate() {
+        results.push(match stmt {
+            tempora_query::influxql::Statement::Other(text) => other(s, who, id, text)?,
+            typed => crate::influxql_http::run(s, who, id, typed, p).await,
+        });
+    }
+    Ok(results)
+}
+
+/// The statements kept as text: databases and retention policies.
+fn other(
+    s: &AppState,
+    who: &crate::auth::Principal,
+    id: usize,
+    stmt: &str,
+) -> Result<serde_json::Value, ServerError> {
+    let inner = s.ready()?;
     {
         let words: Vec<&str> = stmt.split_whitespace().collect();
         let upper: Vec<String> = words.iter().map(|w| w.to_ascii_uppercase()).collect();
@@ -267,12 +288,10 @@ fn influxql(
         s.access
             .require(who, perm, &tempora_query::sql::scope::Scope::None)?;
         if let Some(rp) = crate::retention::parse(&words) {
-            let r = rp
+            return Ok(rp
                 .map_err(ServerError::BadRequest)
                 .and_then(|rp| crate::retention::run(s, id, rp))
-                .unwrap_or_else(|e| json!({ "statement_id": id, "error": e.to_string() }));
-            results.push(r);
-            continue;
+                .unwrap_or_else(|e| json!({ "statement_id": id, "error": e.to_string() })));
         }
         let r = match upper
             .iter()
@@ -304,9 +323,8 @@ fn influxql(
                 json!({ "statement_id": id, "error": format!("unsupported InfluxQL statement {stmt:?}: use SQL at /api/v1/sql or the PostgreSQL port") })
             }
         };
-        results.push(r);
+        Ok(r)
     }
-    Ok(results)
 }
 
 #[cfg(test)]

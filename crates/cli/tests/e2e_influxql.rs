@@ -1,0 +1,200 @@
+//! InfluxQL on `/query` against the real binary: the statements Grafana's InfluxDB data
+//! source sends (its default query with `$timeFilter` expanded, the editor's SHOW queries),
+//! answered in InfluxDB 1.8's JSON shape over curl; the same data read by Debian's `influx`
+//! CLI (1.6) and Python's `influxdb` client; an error ending only its own statement, a text
+//! that does not parse refused whole.
+
+mod common;
+
+use common::{Server, curl};
+
+fn query(s: &Server, db: &str, q: &str, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        "-sG".to_string(),
+        s.url("/query"),
+        "--data-urlencode".into(),
+        format!("db={db}"),
+        "--data-urlencode".into(),
+        format!("q={q}"),
+    ];
+    for e in extra {
+        args.push("--data-urlencode".into());
+        args.push(e.to_string());
+    }
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = curl(&refs);
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("JSON from {q}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+const T0: i64 = 1_700_000_000; // seconds
+
+fn load(s: &Server) {
+    let mut lp = String::new();
+    for i in 0..6i64 {
+        let t = (T0 + i * 60) * 1_000_000_000;
+        lp.push_str(&format!(
+            "cpu,host=a,region=eu usage={},idle={} {t}\n",
+            10 + i,
+            90 - i
+        ));
+        lp.push_str(&format!("cpu,host=b usage={} {t}\n", 50 + i));
+    }
+    lp.push_str(&format!("mem,host=a used=1i {}\n", T0 * 1_000_000_000));
+    let (code, body) = common::post(&s.url("/write?db=telegraf"), &lp);
+    assert_eq!(code, "204", "{body}");
+}
+
+#[test]
+fn grafana_s_influxql_is_answered_as_influxdb_answers_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    load(&s);
+    // Grafana's default query, $timeFilter expanded to epoch milliseconds.
+    let q = format!(
+        r#"SELECT mean("usage") FROM "cpu" WHERE ("region" =~ /^(eu|)$/) AND time >= {}ms and time <= {}ms GROUP BY time(2m), "host" fill(null)"#,
+        T0 * 1000,
+        (T0 + 300) * 1000
+    );
+    let v = query(&s, "telegraf", &q, &["epoch=ms"]);
+    let series = v["results"][0]["series"].as_array().expect("series");
+    assert_eq!(series.len(), 2, "{v}");
+    assert_eq!(series[0]["name"], "cpu");
+    assert_eq!(series[0]["tags"], serde_json::json!({"host": "a"}));
+    assert_eq!(series[0]["columns"], serde_json::json!(["time", "mean"]));
+    let ms = |min: i64| (T0 / 120 * 120 + min * 60) * 1000;
+    assert_eq!(
+        series[0]["values"],
+        serde_json::json!([[ms(0), 10], [ms(2), 11.5], [ms(4), 13.5], [ms(6), 15]])
+    );
+    assert_eq!(
+        series[1]["tags"],
+        serde_json::json!({"host": "b"}),
+        "a missing tag matches ^$"
+    );
+    // The editor's statements, several in one request.
+    let v = query(
+        &s,
+        "telegraf",
+        "SHOW MEASUREMENTS WITH MEASUREMENT =~ /c/ LIMIT 100; SHOW TAG KEYS FROM \"cpu\"; \
+         SHOW FIELD KEYS FROM \"cpu\"; SHOW TAG VALUES FROM \"cpu\" WITH KEY = \"host\"; \
+         SHOW RETENTION POLICIES ON \"telegraf\"; SELECT usage, mean(idle) FROM cpu; SHOW SERIES FROM mem",
+        &[],
+    );
+    let r = &v["results"];
+    assert_eq!(r[0]["series"][0]["values"], serde_json::json!([["cpu"]]));
+    assert_eq!(
+        r[1]["series"][0]["values"],
+        serde_json::json!([["host"], ["region"]])
+    );
+    assert_eq!(
+        r[2]["series"][0]["values"],
+        serde_json::json!([["idle", "float"], ["usage", "float"]])
+    );
+    assert_eq!(
+        r[3]["series"][0]["values"],
+        serde_json::json!([["host", "a"], ["host", "b"]])
+    );
+    assert_eq!(r[4]["series"][0]["columns"][0], "name", "{v}");
+    assert!(
+        r[5]["error"].as_str().unwrap().contains("mixing aggregate"),
+        "{v}"
+    );
+    assert_eq!(
+        r[6]["series"][0]["values"],
+        serde_json::json!([["mem,host=a"]])
+    );
+    // A text that does not parse is refused whole, as InfluxDB refuses it.
+    let v = query(&s, "telegraf", "SHOW MEASUREMENTS; SELECT nope FROM", &[]);
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("error parsing query: found EOF"),
+        "{v}"
+    );
+    // Raw points, newest first; a selector reports its point's time.
+    let v = query(
+        &s,
+        "telegraf",
+        "SELECT usage, idle FROM cpu WHERE host = 'a' ORDER BY time DESC LIMIT 2; \
+         SELECT max(usage) FROM cpu GROUP BY host",
+        &["epoch=s"],
+    );
+    assert_eq!(
+        v["results"][0]["series"][0]["values"],
+        serde_json::json!([[T0 + 300, 15, 85], [T0 + 240, 14, 86]])
+    );
+    assert_eq!(
+        v["results"][1]["series"][1]["values"],
+        serde_json::json!([[T0 + 300, 55]]),
+        "{v}"
+    );
+    // Without epoch, times are RFC 3339.
+    let v = query(
+        &s,
+        "telegraf",
+        "SELECT usage FROM cpu WHERE host = 'b' LIMIT 1",
+        &[],
+    );
+    assert_eq!(
+        v["results"][0]["series"][0]["values"][0][0],
+        "2023-11-14T22:13:20Z"
+    );
+
+    // Debian's influx CLI (InfluxDB 1.6's shell).
+    let out = std::process::Command::new("influx")
+        .args(["-host", "127.0.0.1", "-port"])
+        .arg(s.http.rsplit(':').next().unwrap())
+        .args(["-database", "telegraf", "-format", "csv", "-execute"])
+        .arg(format!(
+            "SELECT sum(usage) FROM cpu WHERE time >= {}s AND time < {}s GROUP BY time(3m)",
+            T0 / 180 * 180,
+            T0 / 180 * 180 + 360
+        ))
+        .output()
+        .expect("influx is installed (scripts/test-deps.sh)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let b = T0 / 180 * 180;
+    // Buckets of 3 minutes from the epoch, the range's end excluded: a's and b's values
+    // summed per bucket, written as InfluxDB writes whole floats.
+    let first: i64 = (0..6)
+        .filter(|i| T0 + i * 60 < b + 180)
+        .map(|i| 10 + i + 50 + i)
+        .sum();
+    let second: i64 = (0..6)
+        .filter(|i| T0 + i * 60 >= b + 180 && T0 + i * 60 < b + 360)
+        .map(|i| 10 + i + 50 + i)
+        .sum();
+    assert_eq!(
+        text,
+        format!(
+            "name,time,sum\ncpu,{}000000000,{first}\ncpu,{}000000000,{second}\n",
+            b,
+            b + 180
+        ),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Python's influxdb client (1.x).
+    let py = format!(
+        r#"
+from influxdb import InfluxDBClient
+c = InfluxDBClient('127.0.0.1', {port}, database='telegraf')
+print(sorted(m['name'] for m in c.get_list_measurements()))
+r = c.query("SELECT last(usage) AS u FROM cpu GROUP BY host", epoch='s')
+print([(k[1]['host'], list(p)) for k, p in r.items()])
+"#,
+        port = s.http.rsplit(':').next().unwrap()
+    );
+    let out = common::python(&py, &[]);
+    assert_eq!(
+        out,
+        format!(
+            "['cpu', 'mem']\n[('a', [{{'time': {t}, 'u': 15}}]), ('b', [{{'time': {t}, 'u': 55}}])]\n",
+            t = T0 + 300
+        )
+    );
+    s.stop();
+}

@@ -1,0 +1,103 @@
+//! InfluxQL statements as parsed: the parts Tempora answers (SELECT and the SHOW family) typed,
+//! every other statement kept as its text for the handlers that read it (databases, retention
+//! policies).
+
+/// A name of a measurement, possibly qualified by database and retention policy.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    Name { db: Option<String>, name: String },
+    Regex(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    /// A column, with an optional `::tag`/`::field`/type hint.
+    Var(String, Option<String>),
+    Call(String, Vec<Expr>),
+    Binary(Box<Expr>, &'static str, Box<Expr>),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Bool(bool),
+    /// A duration in ns (also an epoch written `1700000000000ms`).
+    Dur(i64),
+    Regex(String),
+    Now,
+    Star,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Field {
+    pub expr: Expr,
+    pub alias: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum GroupTags {
+    None,
+    All,
+    Names(Vec<String>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fill {
+    Null,
+    None,
+    Previous,
+    Linear,
+    Value(f64),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Select {
+    pub fields: Vec<Field>,
+    pub from: Vec<Source>,
+    pub condition: Option<Expr>,
+    /// `GROUP BY time(width[, offset])` in ns.
+    pub group_time: Option<(i64, i64)>,
+    pub group_tags: GroupTags,
+    pub fill: Fill,
+    pub desc: bool,
+    pub limit: Option<u64>,
+    pub offset: Option<u64>,
+    pub slimit: Option<u64>,
+}
+
+/// What `SHOW TAG VALUES … WITH KEY` names.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KeyMatch {
+    Eq(String),
+    In(Vec<String>),
+    Regex(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Statement {
+    Select(Box<Select>),
+    ShowMeasurements {
+        db: Option<String>,
+        regex: Option<String>,
+        limit: Option<u64>,
+    },
+    ShowTagKeys {
+        db: Option<String>,
+        from: Option<Source>,
+    },
+    ShowTagValues {
+        db: Option<String>,
+        from: Option<Source>,
+        key: KeyMatch,
+        condition: Option<Expr>,
+    },
+    ShowFieldKeys {
+        db: Option<String>,
+        from: Option<Source>,
+    },
+    ShowSeries {
+        db: Option<String>,
+        from: Option<Source>,
+        limit: Option<u64>,
+    },
+    /// Any other statement, as written (databases and retention policies are read elsewhere).
+    Other(String),
+}

@@ -1,0 +1,163 @@
+//! Parse and translation tables: the statements Grafana's InfluxDB data source and the
+//! `influx` CLI send, and the SQL each becomes.
+
+use super::ast::*;
+use super::parse;
+use super::translate::{Columns, select};
+
+const NOW: i64 = 1_700_003_600_000_000_000; // 2023-11-14T23:13:20Z
+
+fn cpu() -> Columns {
+    Columns {
+        tags: vec!["host".into(), "region".into()],
+        fields: vec![
+            ("usage".into(), "float".into()),
+            ("idle".into(), "float".into()),
+        ],
+    }
+}
+
+fn sel(q: &str) -> Select {
+    match parse(q).unwrap_or_else(|e| panic!("{q}: {e}")).remove(0) {
+        Statement::Select(s) => *s,
+        other => panic!("{q}: {other:?}"),
+    }
+}
+
+#[test]
+fn grafana_queries_translate() {
+    let cases: &[(&str, &str, &str, &[&str])] = &[
+        (
+            "the default Grafana query",
+            r#"SELECT mean("usage") FROM "cpu" WHERE ("host" =~ /^a$/) AND time >= 1700000000000ms and time <= 1700003600000ms GROUP BY time(1m), "host" fill(null)"#,
+            r#"SELECT "host" AS "__tag0", "time", avg("usage") AS "mean" FROM "cpu" WHERE (("host" ~ '^a$' AND "time" >= '2023-11-14T22:13:20.000000000Z') AND "time" <= '2023-11-14T23:13:20.000000000Z') SAMPLE BY 60000000000ns FILL(NULL) ORDER BY "__tag0" NULLS FIRST, "time""#,
+            &["host"],
+        ),
+        (
+            "now() relative, fill(none), two aggregates, duplicate names",
+            "SELECT max(usage), max(idle), count(usage) FROM cpu WHERE time > now() - 1h GROUP BY time(10s) fill(none)",
+            r#"SELECT "time", max("usage") AS "max", max("idle") AS "max_1", count("usage") AS "count" FROM "cpu" WHERE "time" > '2023-11-14T22:13:20.000000000Z' AND "time" <= '2023-11-14T23:13:20.000000000Z' SAMPLE BY 10000000000ns FILL(NONE) ORDER BY "time""#,
+            &[],
+        ),
+        (
+            "raw points, a missing tag equals '', newest first",
+            "SELECT usage FROM cpu WHERE region = '' AND host != 'b' ORDER BY time DESC LIMIT 5",
+            r#"SELECT "time", "usage" AS "usage" FROM "cpu" WHERE (("region" = '' OR "region" IS NULL) AND ("host" <> 'b' OR "host" IS NULL)) AND ("usage" IS NOT NULL) ORDER BY "time" DESC LIMIT 5"#,
+            &[],
+        ),
+        (
+            "GROUP BY * and an aggregate without time: grouped by every tag",
+            "SELECT last(usage) FROM cpu WHERE time >= '2023-11-14T00:00:00Z' GROUP BY *",
+            r#"SELECT "host" AS "__tag0", "region" AS "__tag1", max("time") FILTER (WHERE "usage" IS NOT NULL) AS "time", last("usage") AS "last" FROM "cpu" WHERE "time" >= '2023-11-14T00:00:00.000000000Z' GROUP BY "__tag0", "__tag1" ORDER BY "__tag0" NULLS FIRST, "__tag1" NULLS FIRST"#,
+            &["host", "region"],
+        ),
+        (
+            "an unknown field reads NULL; arithmetic and spread",
+            "SELECT spread(usage) * 2 AS s, mean(nope) FROM cpu GROUP BY time(1h) fill(previous)",
+            r#"SELECT "time", ((max("usage") - min("usage")) * 2) AS "s", avg(NULL) AS "mean" FROM "cpu" WHERE "time" <= '2023-11-14T23:13:20.000000000Z' SAMPLE BY 3600000000000ns FILL(PREV) ORDER BY "time""#,
+            &[],
+        ),
+    ];
+    for (name, q, want, tags) in cases {
+        let t = select(&sel(q), "cpu", &cpu(), NOW).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(t.sql, *want, "{name}");
+        assert_eq!(t.group_tags, *tags, "{name}");
+    }
+}
+
+#[test]
+fn refusals_read_as_influxdb_s() {
+    for (q, want) in [
+        (
+            "SELECT usage, mean(idle) FROM cpu",
+            "mixing aggregate and non-aggregate",
+        ),
+        (
+            "SELECT usage FROM cpu GROUP BY time(1m)",
+            "GROUP BY requires at least one aggregate",
+        ),
+        (
+            "SELECT derivative(usage) FROM cpu",
+            "derivative() is not supported yet",
+        ),
+        (
+            "SELECT mean(usage, idle) FROM cpu",
+            "invalid number of arguments for mean",
+        ),
+        (
+            "SELECT usage FROM cpu WHERE time > 'yesterday'",
+            "invalid time \"yesterday\"",
+        ),
+        ("SELECT usage FROM cpu WHERE host =~ /(/", "invalid regex"),
+    ] {
+        let e = select(&sel(q), "cpu", &cpu(), NOW).unwrap_err();
+        assert!(e.contains(want), "{q}: {e}");
+    }
+    for (q, want) in [
+        ("SELECT FROM cpu", "found FROM, expected identifier"),
+        ("SELECT a FROM cpu GROUP BY time(0s)", "must be positive"),
+        ("SELECT a FROM cpu WHERE a = 'x", "unterminated '"),
+        ("SELECT a FROM cpu LIMIT -1", "expected integer"),
+        ("SELECT a FROM cpu tz('Europe/Paris')", "only UTC"),
+    ] {
+        let e = parse(q).unwrap_err();
+        assert!(
+            e.contains(want) && e.starts_with("error parsing query"),
+            "{q}: {e}"
+        );
+    }
+    let deep = format!(
+        "SELECT a FROM m WHERE {}1{}",
+        "(".repeat(100),
+        ")".repeat(100)
+    );
+    assert!(parse(&deep).unwrap_err().contains("nest deeper"));
+}
+
+#[test]
+fn statements_split_and_show_forms() {
+    let all = parse(
+        "SHOW DATABASES; SHOW MEASUREMENTS WITH MEASUREMENT =~ /c.u;/ LIMIT 10; \
+         SHOW TAG KEYS FROM \"cpu\"; SHOW TAG VALUES ON db FROM cpu WITH KEY IN (host, region) WHERE region = 'x;y'; \
+         SHOW FIELD KEYS ON db; SHOW SERIES FROM /./; SHOW RETENTION POLICIES ON \"db\"; \
+         CREATE DATABASE \"a;b\"",
+    )
+    .unwrap();
+    assert_eq!(all.len(), 8, "{all:?}");
+    assert_eq!(all[0], Statement::Other("SHOW DATABASES".into()));
+    assert_eq!(
+        all[1],
+        Statement::ShowMeasurements {
+            db: None,
+            regex: Some("c.u;".into()),
+            limit: Some(10)
+        }
+    );
+    assert!(
+        matches!(&all[3], Statement::ShowTagValues { db: Some(d), key: KeyMatch::In(k), condition: Some(_), .. } if d == "db" && k.len() == 2)
+    );
+    assert!(
+        matches!(&all[5], Statement::ShowSeries { from: Some(Source::Regex(r)), .. } if r == ".")
+    );
+    assert_eq!(
+        all[6],
+        Statement::Other("SHOW RETENTION POLICIES ON \"db\"".into())
+    );
+    assert_eq!(all[7], Statement::Other("CREATE DATABASE \"a;b\"".into()));
+    // Qualified sources.
+    let s = sel("SELECT * FROM \"db\".\"autogen\".\"cpu\", db..mem, /^disk/");
+    assert_eq!(
+        s.from,
+        vec![
+            Source::Name {
+                db: Some("db".into()),
+                name: "cpu".into()
+            },
+            Source::Name {
+                db: Some("db".into()),
+                name: "mem".into()
+            },
+            Source::Regex("^disk".into()),
+        ]
+    );
+}

@@ -1,0 +1,432 @@
+//! InfluxQL on `/query`: SELECT (translated per measurement into SQL and planned by the front
+//! door, `tempora_query::influxql`) and the SHOW family (answered from the catalog), in
+//! InfluxDB 1.8's JSON shape: `{"results": [{"statement_id", "series": [{"name", "tags",
+//! "columns", "values"}]}]}`, times as RFC 3339 or, with `epoch=`, integers in that unit.
+//!
+//! Invariants: every statement needs read permission on the database it reads (the SQL it
+//! becomes is checked as any SQL is); an error ends only its own statement's result.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::{Value, json};
+use tempora_query::influxql::ast::{KeyMatch, Select, Source, Statement};
+use tempora_query::influxql::translate::{self, Columns, Translated};
+
+use crate::error::ServerError;
+use crate::state::AppState;
+
+/// Runs one parsed statement other than the ones `influx.rs` answers itself.
+pub async fn run(
+    s: &AppState,
+    who: &crate::auth::Principal,
+    id: usize,
+    stmt: &Statement,
+    p: &HashMap<String, String>,
+) -> Value {
+    let result = match stmt {
+        Statement::Select(sel) => select(s, who, sel, p).await,
+        other => show(s, who, other, p).await,
+    };
+    match result {
+        Ok(series) if series.is_empty() => json!({ "statement_id": id }),
+        Ok(series) => json!({ "statement_id": id, "series": series }),
+        Err(e) => json!({ "statement_id": id, "error": e.to_string() }),
+    }
+}
+
+fn default_db(s: &AppState, p: &HashMap<String, String>) -> String {
+    p.get("db")
+        .filter(|d| !d.is_empty())
+        .cloned()
+        .unwrap_or_else(|| s.config.default_database.clone())
+}
+
+/// The measurements a source names, with their database.
+fn measurements(
+    s: &AppState,
+    src: &Source,
+    db: &str,
+) -> Result<Vec<(String, String)>, ServerError> {
+    let inner = s.ready()?;
+    Ok(match src {
+        Source::Name { db: d, name } => {
+            vec![(d.clone().unwrap_or_else(|| db.into()), name.clone())]
+        }
+        Source::Regex(re) => {
+            let re = regex::Regex::new(re)
+                .map_err(|e| ServerError::BadRequest(format!("invalid regex /{re}/: {e}")))?;
+            inner
+                .query
+                .dbs
+                .tables(db)
+                .into_iter()
+                .filter(|t| re.is_match(t))
+                .map(|t| (db.to_string(), t))
+                .collect()
+        }
+    })
+}
+
+fn columns_of(s: &AppState, db: &str, m: &str) -> Option<Columns> {
+    let inner = s.ready().ok()?;
+    let schema = inner
+        .engine
+        .schema(&tempora_storage::catalog::qualified(db, m))?;
+    Some(Columns {
+        tags: sorted(schema.tags().map(str::to_string).collect()),
+        fields: sorted(
+            schema
+                .fields()
+                .map(|(n, t)| (n.to_string(), t.name().to_string()))
+                .collect(),
+        ),
+    })
+}
+
+/// InfluxDB lists keys by name.
+fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
+    v.sort();
+    v
+}
+
+/// Runs SQL for `db` under the caller's permissions; the rows as JSON arrays.
+async fn sql_rows(
+    s: &AppState,
+    who: &crate::auth::Principal,
+    db: &str,
+    sql: &str,
+) -> Result<Vec<Vec<Value>>, ServerError> {
+    let inner = s.ready()?;
+    let mut opts = tempora_query::QueryOptions {
+        max_rows: Some(s.config.max_result_rows),
+        ..Default::default()
+    };
+    let out = inner
+        .query
+        .run(
+            db,
+            sql,
+            crate::state::now_ns(),
+            &mut opts,
+            Vec::new(),
+            &s.access.statements(who.clone()),
+        )
+        .await?;
+    let (_, body) = crate::sql_http::encode("json", &out.schema, &out.batches)?;
+    let v: Value =
+        serde_json::from_slice(&body).map_err(|e| ServerError::Internal(e.to_string()))?;
+    Ok(match v["rows"].clone() {
+        Value::Array(rows) => rows
+            .into_iter()
+            .map(|r| match r {
+                Value::Array(r) => r,
+                other => vec![other],
+            })
+            .collect(),
+        _ => Vec::new(),
+    })
+}
+
+async fn select(
+    s: &AppState,
+    who: &crate::auth::Principal,
+    sel: &Select,
+    p: &HashMap<String, String>,
+) -> Result<Vec<Value>, ServerError> {
+    let db = default_db(s, p);
+    let now = crate::state::now_ns();
+    let mut series = Vec::new();
+    for src in &sel.from {
+        for (mdb, m) in measurements(s, src, &db)? {
+            let Some(cols) = columns_of(s, &mdb, &m) else {
+                continue; // InfluxDB: a measurement that does not exist gives no series
+            };
+            let t = translate::select(sel, &m, &cols, now).map_err(ServerError::BadRequest)?;
+            let rows = sql_rows(s, who, &mdb, &t.sql).await?;
+            series.extend(shape(&m, &t, rows, p.get("epoch").map(String::as_str))?);
+        }
+    }
+    if let Some(n) = sel.slimit {
+        series.truncate(n as usize);
+    }
+    Ok(series)
+}
+
+/// Rows (group tags first, then time unless fixed, then the outputs) cut into series.
+fn shape(
+    name: &str,
+    t: &Translated,
+    rows: Vec<Vec<Value>>,
+    epoch: Option<&str>,
+) -> Result<Vec<Value>, ServerError> {
+    let k = t.group_tags.len();
+    let mut out: Vec<(Vec<Value>, Vec<Value>)> = Vec::new();
+    for row in rows {
+        let key = row[..k].to_vec();
+        let (time, values) = match t.fixed_time {
+            Some(ns) => (json!(ns_to_time(ns, epoch)?), &row[k..]),
+            None => (time_value(&row[k], epoch)?, &row[k + 1..]),
+        };
+        let mut v = vec![time];
+        v.extend(values.iter().map(go_number));
+        match out.last_mut() {
+            Some((last, vals)) if *last == key => vals.push(Value::Array(v)),
+            _ => out.push((key, vec![Value::Array(v)])),
+        }
+    }
+    let mut columns = vec!["time".to_string()];
+    columns.extend(t.columns.iter().cloned());
+    Ok(out
+        .into_iter()
+        .filter(|(_, vals)| {
+            // No series for a group with no point in range (a fill grid of nulls).
+            vals.iter().any(|v| {
+                v.as_array()
+                    .is_some_and(|r| r[1..].iter().any(|x| !x.is_null()))
+            })
+        })
+        .map(|(key, mut vals)| {
+            if let Some((limit, offset)) = t.series_limit {
+                vals = vals
+                    .into_iter()
+                    .skip(offset as usize)
+                    .take(limit.min(usize::MAX as u64) as usize)
+                    .collect();
+            }
+            let mut s = json!({ "name": name, "columns": columns, "values": vals });
+            if k > 0 {
+                let tags: BTreeMap<&str, Value> = t
+                    .group_tags
+                    .iter()
+                    .zip(key)
+                    .map(|(t, v)| (t.as_str(), if v.is_null() { json!("") } else { v }))
+                    .collect();
+                s["tags"] = json!(tags);
+            }
+            s
+        })
+        .collect())
+}
+
+/// A float written as InfluxDB (Go) writes it: `15`, not `15.0`.
+fn go_number(v: &Value) -> Value {
+    match v.as_f64() {
+        Some(f) if v.is_f64() && f.fract() == 0.0 && f.abs() < 1e15 => json!(f as i64),
+        _ => v.clone(),
+    }
+}
+
+/// A row's time (RFC 3339 text from the SQL answer) as the request wants it.
+fn time_value(v: &Value, epoch: Option<&str>) -> Result<Value, ServerError> {
+    let Some(text) = v.as_str() else {
+        return Ok(v.clone());
+    };
+    if epoch.is_none() {
+        return Ok(v.clone());
+    }
+    let ns = translate::parse_time(text).map_err(ServerError::Internal)?;
+    ns_to_time(ns, epoch)
+}
+
+fn ns_to_time(ns: i64, epoch: Option<&str>) -> Result<Value, ServerError> {
+    let div = match epoch {
+        None => {
+            let t = chrono::DateTime::from_timestamp_nanos(ns);
+            return Ok(json!(
+                t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+            ));
+        }
+        Some("ns" | "n") => 1,
+        Some("u" | "µ" | "us") => 1_000,
+        Some("ms") => 1_000_000,
+        Some("s") => 1_000_000_000,
+        Some("m") => 60_000_000_000,
+        Some("h") => 3_600_000_000_000,
+        Some(other) => {
+            return Err(ServerError::BadRequest(format!(
+                "invalid epoch {other:?}: expected ns, u, ms, s, m or h"
+            )));
+        }
+    };
+    Ok(json!(ns.div_euclid(div)))
+}
+
+async fn show(
+    s: &AppState,
+    who: &crate::auth::Principal,
+    stmt: &Statement,
+    p: &HashMap<String, String>,
+) -> Result<Vec<Value>, ServerError> {
+    let inner = s.ready()?;
+    let pick = |d: &Option<String>| d.clone().unwrap_or_else(|| default_db(s, p));
+    let read = |db: &str| {
+        let scope = tempora_query::sql::scope::Scope::Databases([db.to_string()].into());
+        s.access.require(who, crate::auth::Permission::Read, &scope)
+    };
+    // The measurements a SHOW covers.
+    let covered = |db: &str, from: &Option<Source>| -> Result<Vec<String>, ServerError> {
+        Ok(match from {
+            Some(src) => measurements(s, src, db)?
+                .into_iter()
+                .map(|(_, m)| m)
+                .collect(),
+            None => inner.query.dbs.tables(db),
+        })
+    };
+    match stmt {
+        Statement::ShowMeasurements { db, regex, limit } => {
+            let db = pick(db);
+            read(&db)?;
+            let re = regex
+                .as_deref()
+                .map(regex::Regex::new)
+                .transpose()
+                .map_err(|e| ServerError::BadRequest(format!("invalid regex: {e}")))?;
+            let values: Vec<Value> = inner
+                .query
+                .dbs
+                .tables(&db)
+                .into_iter()
+                .filter(|t| re.as_ref().is_none_or(|r| r.is_match(t)))
+                .take(limit.map_or(usize::MAX, |l| l as usize))
+                .map(|t| json!([t]))
+                .collect();
+            Ok(match values.is_empty() {
+                true => Vec::new(),
+                false => {
+                    vec![json!({ "name": "measurements", "columns": ["name"], "values": values })]
+                }
+            })
+        }
+        Statement::ShowTagKeys { db, from } | Statement::ShowFieldKeys { db, from } => {
+            let db = pick(db);
+            read(&db)?;
+            let tags = matches!(stmt, Statement::ShowTagKeys { .. });
+            let mut out = Vec::new();
+            for m in covered(&db, from)? {
+                let Some(c) = columns_of(s, &db, &m) else {
+                    continue;
+                };
+                let (columns, values): (Value, Vec<Value>) = if tags {
+                    (
+                        json!(["tagKey"]),
+                        c.tags.iter().map(|t| json!([t])).collect(),
+                    )
+                } else {
+                    (
+                        json!(["fieldKey", "fieldType"]),
+                        c.fields.iter().map(|(f, ty)| json!([f, ty])).collect(),
+                    )
+                };
+                if !values.is_empty() {
+                    out.push(json!({ "name": m, "columns": columns, "values": values }));
+                }
+            }
+            Ok(out)
+        }
+        Statement::ShowTagValues {
+            db,
+            from,
+            key,
+            condition,
+        } => {
+            let db = pick(db);
+            read(&db)?;
+            let mut out = Vec::new();
+            for m in covered(&db, from)? {
+                let Some(c) = columns_of(s, &db, &m) else {
+                    continue;
+                };
+                let keys: Vec<&String> = c
+                    .tags
+                    .iter()
+                    .filter(|t| match key {
+                        KeyMatch::Eq(k) => *t == k,
+                        KeyMatch::In(ks) => ks.contains(t),
+                        KeyMatch::Regex(re) => regex::Regex::new(re).is_ok_and(|r| r.is_match(t)),
+                    })
+                    .collect();
+                let mut values = Vec::new();
+                for k in keys {
+                    let sel = tag_values_select(k, condition.clone());
+                    let t = translate::select(&sel, &m, &c, crate::state::now_ns())
+                        .map_err(ServerError::BadRequest)?;
+                    let sql = format!(
+                        "SELECT DISTINCT v FROM ({}) AS s WHERE v IS NOT NULL ORDER BY v",
+                        t.sql
+                    );
+                    for row in sql_rows(s, who, &db, &sql).await? {
+                        values.push(json!([k, row[0]]));
+                    }
+                }
+                if !values.is_empty() {
+                    out.push(json!({ "name": m, "columns": ["key", "value"], "values": values }));
+                }
+            }
+            Ok(out)
+        }
+        Statement::ShowSeries { db, from, limit } => {
+            let db = pick(db);
+            read(&db)?;
+            let mut keys = Vec::new();
+            for m in covered(&db, from)? {
+                let Some(c) = columns_of(s, &db, &m) else {
+                    continue;
+                };
+                if c.tags.is_empty() {
+                    keys.push(m.clone());
+                    continue;
+                }
+                let cols: Vec<String> = c
+                    .tags
+                    .iter()
+                    .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+                    .collect();
+                let sql = format!(
+                    "SELECT DISTINCT {} FROM \"{}\"",
+                    cols.join(", "),
+                    m.replace('"', "\"\"")
+                );
+                for row in sql_rows(s, who, &db, &sql).await? {
+                    let mut key = m.clone();
+                    for (t, v) in c.tags.iter().zip(row) {
+                        if let Some(v) = v.as_str() {
+                            key.push_str(&format!(",{t}={v}"));
+                        }
+                    }
+                    keys.push(key);
+                }
+            }
+            keys.sort();
+            keys.truncate(limit.map_or(usize::MAX, |l| l as usize));
+            Ok(match keys.is_empty() {
+                true => Vec::new(),
+                false => vec![
+                    json!({ "columns": ["key"], "values": keys.iter().map(|k| json!([k])).collect::<Vec<_>>() }),
+                ],
+            })
+        }
+        _ => Err(ServerError::BadRequest("unsupported statement".into())),
+    }
+}
+
+/// `SELECT "k" AS v FROM m [WHERE cond]` as a parsed SELECT, so the condition takes the
+/// same translation as any SELECT's.
+fn tag_values_select(key: &str, condition: Option<tempora_query::influxql::ast::Expr>) -> Select {
+    use tempora_query::influxql::ast::{Expr, Field, Fill, GroupTags};
+    Select {
+        fields: vec![Field {
+            expr: Expr::Var(key.to_string(), Some("tag".into())),
+            alias: Some("v".into()),
+        }],
+        from: Vec::new(),
+        condition,
+        group_time: None,
+        group_tags: GroupTags::None,
+        fill: Fill::Null,
+        desc: false,
+        limit: None,
+        offset: None,
+        slimit: None,
+    }
+}
