@@ -16,8 +16,9 @@ use tempora_server::pg_frames::FrameTracker;
 pub type Target = (&'static str, fn(&[u8]));
 
 /// Every target, by the name of its `fuzz/` binary.
-pub const TARGETS: [Target; 9] = [
+pub const TARGETS: [Target; 10] = [
     ("lineproto", lineproto),
+    ("influxql", influxql),
     ("csv_import", csv_import),
     ("sql", sql),
     ("pg_messages", pg_messages),
@@ -61,6 +62,32 @@ pub fn sql(data: &[u8]) {
         }
     }
     let _ = tempora_server::sql_http::parse_params(text);
+}
+
+/// InfluxQL as `/query` reads it: parsed, and every SELECT translated over a measurement
+/// with tags and fields (the SQL it gives then goes through the front door's reader).
+pub fn influxql(data: &[u8]) {
+    use tempora_query::influxql::{Statement, parse, translate};
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(stmts) = parse(text) else {
+        return;
+    };
+    let cols = translate::Columns {
+        tags: vec!["host".into(), "region".into()],
+        fields: vec![
+            ("usage".into(), "float".into()),
+            ("n".into(), "integer".into()),
+        ],
+    };
+    for s in stmts {
+        if let Statement::Select(sel) = s
+            && let Ok(t) = translate::select(&sel, "cpu", &cols, 1_700_000_000_000_000_000)
+        {
+            let _ = tempora_query::sql::parse(&t.sql);
+        }
+    }
 }
 
 /// The PostgreSQL port: start-up then extended-protocol messages through pgwire's decoder

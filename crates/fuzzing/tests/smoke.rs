@@ -88,6 +88,14 @@ fn seeds(target: &str) -> Vec<Vec<u8>> {
                 .to_vec(),
         ],
         "sql" => sql.iter().map(|s| s.as_bytes().to_vec()).collect(),
+        "influxql" => [
+            r#"SELECT mean("usage") FROM "cpu" WHERE ("host" =~ /^a$/) AND time >= 1700000000000ms and time <= 1700003600000ms GROUP BY time(1m), "host" fill(null)"#,
+            "SELECT usage, n FROM cpu WHERE region != '' ORDER BY time DESC LIMIT 5; SHOW TAG VALUES FROM cpu WITH KEY IN (host)",
+            "SELECT max(usage) * 2 AS m, count(distinct(n)) FROM /c.u/ WHERE time > now() - 1h GROUP BY *",
+        ]
+        .iter()
+        .map(|s| s.as_bytes().to_vec())
+        .collect(),
         "pg_messages" => {
             let mut stream = startup_message();
             stream.extend(parse_message(sql[0]));
