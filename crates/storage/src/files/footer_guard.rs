@@ -52,7 +52,11 @@ pub fn check_file(data: &[u8]) -> Result<(), String> {
 
 /// Walks one Thrift compact struct (the file metadata) that must fill `meta` at most.
 pub fn check_metadata(meta: &[u8]) -> Result<(), (usize, String)> {
-    let mut w = Walk { buf: meta, pos: 0 };
+    let mut w = Walk {
+        buf: meta,
+        pos: 0,
+        schema_len: 0,
+    };
     w.fields(&schema::FILE_METADATA, 0)
         .map_err(|why| (w.pos, why))
 }
@@ -65,7 +69,7 @@ fn declared_as(ty: Ty, declared: u8) -> bool {
         Ty::Bool => matches!(declared, BOOL_TRUE | BOOL_FALSE),
         Ty::I8 => declared == BYTE,
         Ty::I16 => declared == I16,
-        Ty::I32 => declared == I32,
+        Ty::I32 | Ty::Children => declared == I32,
         Ty::I64 => declared == I64,
         Ty::Double => declared == DOUBLE,
         Ty::Binary => declared == BINARY,
@@ -110,6 +114,8 @@ const UUID: u8 = 13;
 struct Walk<'a> {
     buf: &'a [u8],
     pos: usize,
+    /// The length of the schema list, once read (bounds `num_children`).
+    schema_len: u64,
 }
 
 impl Walk<'_> {
@@ -227,6 +233,11 @@ impl Walk<'_> {
                     short => u64::from(short),
                 };
                 let n = self.count(n, 1)?;
+                if let Ty::Struct(s) = elem
+                    && s.name == "SchemaElement"
+                {
+                    self.schema_len = n;
+                }
                 let et = h & 0x0f;
                 if n > 0 && !declared_as(*elem, et) {
                     return Err(format!(
@@ -236,6 +247,17 @@ impl Walk<'_> {
                     ));
                 }
                 (0..n).try_for_each(|_| self.typed(*elem, et, depth + 1))
+            }
+            Ty::Children => {
+                let z = self.varint()?;
+                let v = ((z >> 1) as i64) ^ -((z & 1) as i64);
+                if v < 0 || v as u64 > self.schema_len {
+                    return Err(format!(
+                        "a schema element claims {v} children; the schema has {} elements",
+                        self.schema_len
+                    ));
+                }
+                Ok(())
             }
             _ => self.value(t, depth),
         }
@@ -452,6 +474,27 @@ mod tests {
             w.close().unwrap();
             assert_eq!(check_file(&out), Ok(()), "{stats:?}");
         }
+    }
+
+    /// The third: 103 bytes whose schema element claimed 176 million children, which the
+    /// crate allocates a vector for before reading any.
+    #[test]
+    fn fuzz_oom_by_num_children_is_refused() {
+        let f: &[u8] = &[
+            0x00, 0xe3, 0xe3, 0xbd, 0x29, 0x2c, 0xba, 0x00, 0x05, 0x06, 0x00, 0x18, 0x00, 0x00,
+            0x08, 0x08, 0x00, 0x85, 0x00, 0x08, 0x05, 0x00, 0x85, 0x98, 0xbd, 0x9c, 0xa8, 0x01,
+            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x1e,
+            0x16, 0x5b, 0x00, 0x00, 0x16, 0x41, 0x00, 0x2a, 0x52, 0x16, 0x00, 0xfa, 0x00, 0xbd,
+            0xbd, 0xbd, 0xbd, 0xbd, 0xbd, 0xbd, 0x43, 0x42, 0xbd, 0xbd, 0xbd, 0xbc, 0x2d, 0x00,
+            0x50, 0x41, 0x52, 0x08, 0x33, 0xbd, 0xbd, 0x9c, 0xa8, 0x01, 0x00, 0x00, 0x00, 0x00,
+            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x1e, 0x16, 0x5b, 0x00, 0x00,
+            0x00, 0x50, 0x41, 0x52, 0x31,
+        ];
+        let e = check_file(f).unwrap_err();
+        assert!(e.contains("children"), "{e}");
+        // A legal count passes: one root with one child.
+        let ok = [0x29, 0x2c, 0x48, 1, b'r', 0x15, 2, 0, 0x48, 1, b'c', 0, 0];
+        assert_eq!(check_metadata(&ok), Ok(()));
     }
 
     /// The second: 34 bytes that took 40 s past the type-driven walk, because the crate read

@@ -26,6 +26,9 @@ pub enum Ty {
     Binary,
     List(&'static Ty),
     Struct(&'static Struct),
+    /// SchemaElement's `num_children`: an i32 the crate allocates a vector by, so it must
+    /// be at most the number of schema elements (each child is one of them).
+    Children,
 }
 
 impl Ty {
@@ -35,7 +38,7 @@ impl Ty {
             Bool => "bool".into(),
             I8 => "byte".into(),
             I16 => "i16".into(),
-            I32 => "i32".into(),
+            I32 | Children => "i32".into(),
             I64 => "i64".into(),
             Double => "double".into(),
             Binary => "binary".into(),
@@ -89,7 +92,7 @@ const SCHEMA_ELEMENT: Struct = Struct {
         (2, I32),
         (3, I32),
         (4, Binary),
-        (5, I32),
+        (5, Children),
         (6, I32),
         (7, I32),
         (8, I32),
