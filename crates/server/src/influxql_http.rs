@@ -413,20 +413,10 @@ async fn show(
 /// `SELECT "k" AS v FROM m [WHERE cond]` as a parsed SELECT, so the condition takes the
 /// same translation as any SELECT's.
 fn tag_values_select(key: &str, condition: Option<tempora_query::influxql::ast::Expr>) -> Select {
-    use tempora_query::influxql::ast::{Expr, Field, Fill, GroupTags};
-    Select {
-        fields: vec![Field {
-            expr: Expr::Var(key.to_string(), Some("tag".into())),
-            alias: Some("v".into()),
-        }],
-        from: Vec::new(),
-        condition,
-        group_time: None,
-        group_tags: GroupTags::None,
-        fill: Fill::Null,
-        desc: false,
-        limit: None,
-        offset: None,
-        slimit: None,
-    }
+    use tempora_query::influxql::ast::{Expr, Field};
+    let field = Field {
+        expr: Expr::Var(key.to_string(), Some("tag".into())),
+        alias: Some("v".into()),
+    };
+    Select::new(vec![field], Vec::new(), condition)
 }

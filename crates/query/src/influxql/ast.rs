@@ -63,6 +63,25 @@ pub struct Select {
     pub slimit: Option<u64>,
 }
 
+impl Select {
+    /// A SELECT of `fields` from `from` where `condition`, with every clause after at its
+    /// default (no grouping, `fill(null)`, ascending, no limits).
+    pub fn new(fields: Vec<Field>, from: Vec<Source>, condition: Option<Expr>) -> Self {
+        Self {
+            fields,
+            from,
+            condition,
+            group_time: None,
+            group_tags: GroupTags::None,
+            fill: Fill::Null,
+            desc: false,
+            limit: None,
+            offset: None,
+            slimit: None,
+        }
+    }
+}
+
 /// What `SHOW TAG VALUES … WITH KEY` names.
 #[derive(Debug, Clone, PartialEq)]
 pub enum KeyMatch {

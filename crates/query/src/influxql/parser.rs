@@ -298,18 +298,7 @@ impl Parser<'_> {
         } else {
             None
         };
-        let mut s = Select {
-            fields,
-            from,
-            condition,
-            group_time: None,
-            group_tags: GroupTags::None,
-            fill: Fill::Null,
-            desc: false,
-            limit: None,
-            offset: None,
-            slimit: None,
-        };
+        let mut s = Select::new(fields, from, condition);
         if self.kw("GROUP")? {
             self.expect_kw("BY")?;
             self.group_by(&mut s)?;
