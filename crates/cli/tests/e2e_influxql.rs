@@ -130,6 +130,26 @@ fn grafana_s_influxql_is_answered_as_influxdb_answers_it() {
         serde_json::json!([[T0 + 300, 55]]),
         "{v}"
     );
+    // Telegraf dashboards' rate: one point a minute rising by 1.
+    let q = format!(
+        "SELECT non_negative_derivative(max(usage), 1m) FROM cpu WHERE host = 'a' AND time >= {}s AND time < {}s GROUP BY time(1m)",
+        T0,
+        T0 + 360
+    );
+    let v = query(&s, "telegraf", &q, &["epoch=s"]);
+    let b0 = T0 / 60 * 60;
+    let want: Vec<serde_json::Value> = (1..=5)
+        .map(|i| serde_json::json!([b0 + i * 60, 1]))
+        .collect();
+    assert_eq!(
+        v["results"][0]["series"][0]["values"],
+        serde_json::json!(want),
+        "{v}"
+    );
+    assert_eq!(
+        v["results"][0]["series"][0]["columns"],
+        serde_json::json!(["time", "non_negative_derivative"])
+    );
     // Without epoch, times are RFC 3339.
     let v = query(
         &s,

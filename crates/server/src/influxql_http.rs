@@ -160,52 +160,72 @@ fn shape(
     epoch: Option<&str>,
 ) -> Result<Vec<Value>, ServerError> {
     let k = t.group_tags.len();
-    let mut out: Vec<(Vec<Value>, Vec<Value>)> = Vec::new();
+    // Per series: its key and its points (time in ns, the outputs).
+    let mut out: Vec<(Vec<Value>, Vec<(i64, Vec<Value>)>)> = Vec::new();
     for row in rows {
         let key = row[..k].to_vec();
-        let (time, values) = match t.fixed_time {
-            Some(ns) => (json!(ns_to_time(ns, epoch)?), &row[k..]),
-            None => (time_value(&row[k], epoch)?, &row[k + 1..]),
+        let (ns, values) = match t.fixed_time {
+            Some(ns) => (ns, &row[k..]),
+            None => (row_time(&row[k])?, &row[k + 1..]),
         };
-        let mut v = vec![time];
-        v.extend(values.iter().map(go_number));
+        let point = (ns, values.to_vec());
         match out.last_mut() {
-            Some((last, vals)) if *last == key => vals.push(Value::Array(v)),
-            _ => out.push((key, vec![Value::Array(v)])),
+            Some((last, points)) if *last == key => points.push(point),
+            _ => out.push((key, vec![point])),
         }
     }
     let mut columns = vec!["time".to_string()];
     columns.extend(t.columns.iter().cloned());
-    Ok(out
-        .into_iter()
-        .filter(|(_, vals)| {
-            // No series for a group with no point in range (a fill grid of nulls).
-            vals.iter().any(|v| {
-                v.as_array()
-                    .is_some_and(|r| r[1..].iter().any(|x| !x.is_null()))
-            })
-        })
-        .map(|(key, mut vals)| {
-            if let Some((limit, offset)) = t.series_limit {
-                vals = vals
-                    .into_iter()
-                    .skip(offset as usize)
-                    .take(limit.min(usize::MAX as u64) as usize)
-                    .collect();
-            }
-            let mut s = json!({ "name": name, "columns": columns, "values": vals });
-            if k > 0 {
-                let tags: BTreeMap<&str, Value> = t
-                    .group_tags
-                    .iter()
-                    .zip(key)
-                    .map(|(t, v)| (t.as_str(), if v.is_null() { json!("") } else { v }))
-                    .collect();
-                s["tags"] = json!(tags);
-            }
-            s
-        })
-        .collect())
+    let mut series = Vec::new();
+    for (key, mut points) in out {
+        transform(&mut points, &t.transforms);
+        // No series for a group with no point in range (a fill grid of nulls).
+        if !points.iter().any(|(_, v)| v.iter().any(|x| !x.is_null())) {
+            continue;
+        }
+        if let Some((limit, offset)) = t.series_limit {
+            points = points
+                .into_iter()
+                .skip(offset as usize)
+                .take(limit.min(usize::MAX as u64) as usize)
+                .collect();
+        }
+        let mut values = Vec::with_capacity(points.len());
+        for (ns, v) in points {
+            let mut row = vec![ns_to_time(ns, epoch)?];
+            row.extend(v.iter().map(go_number));
+            values.push(Value::Array(row));
+        }
+        let mut s = json!({ "name": name, "columns": columns, "values": values });
+        if k > 0 {
+            let tags: BTreeMap<&str, Value> = t
+                .group_tags
+                .iter()
+                .zip(key)
+                .map(|(t, v)| (t.as_str(), if v.is_null() { json!("") } else { v }))
+                .collect();
+            s["tags"] = json!(tags);
+        }
+        series.push(s);
+    }
+    Ok(series)
+}
+
+/// Applies the derivative columns; a point left without any value is dropped, as InfluxDB
+/// drops the first bucket of a derivative.
+fn transform(points: &mut Vec<(i64, Vec<Value>)>, transforms: &[Option<translate::Transform>]) {
+    if transforms.iter().all(Option::is_none) {
+        return;
+    }
+    for (c, tr) in transforms.iter().enumerate() {
+        let Some(tr) = tr else { continue };
+        let input: Vec<(i64, Option<f64>)> =
+            points.iter().map(|(ns, v)| (*ns, v[c].as_f64())).collect();
+        for ((_, v), rate) in points.iter_mut().zip(translate::derivative(&input, *tr)) {
+            v[c] = rate.map_or(Value::Null, |r| json!(r));
+        }
+    }
+    points.retain(|(_, v)| v.iter().any(|x| !x.is_null()));
 }
 
 /// A float written as InfluxDB (Go) writes it: `15`, not `15.0`.
@@ -216,16 +236,15 @@ fn go_number(v: &Value) -> Value {
     }
 }
 
-/// A row's time (RFC 3339 text from the SQL answer) as the request wants it.
-fn time_value(v: &Value, epoch: Option<&str>) -> Result<Value, ServerError> {
-    let Some(text) = v.as_str() else {
-        return Ok(v.clone());
-    };
-    if epoch.is_none() {
-        return Ok(v.clone());
+/// A row's time (RFC 3339 text from the SQL answer) in ns.
+fn row_time(v: &Value) -> Result<i64, ServerError> {
+    match v {
+        Value::String(text) => translate::parse_time(text).map_err(ServerError::Internal),
+        Value::Number(n) => n
+            .as_i64()
+            .ok_or_else(|| ServerError::Internal(format!("a time of {n}"))),
+        other => Err(ServerError::Internal(format!("a time of {other}"))),
     }
-    let ns = translate::parse_time(text).map_err(ServerError::Internal)?;
-    ns_to_time(ns, epoch)
 }
 
 fn ns_to_time(ns: i64, epoch: Option<&str>) -> Result<Value, ServerError> {

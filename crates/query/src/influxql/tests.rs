@@ -76,10 +76,7 @@ fn refusals_read_as_influxdb_s() {
             "SELECT usage FROM cpu GROUP BY time(1m)",
             "GROUP BY requires at least one aggregate",
         ),
-        (
-            "SELECT derivative(usage) FROM cpu",
-            "derivative() is not supported yet",
-        ),
+        ("SELECT mode(usage) FROM cpu", "mode() is not supported yet"),
         (
             "SELECT mean(usage, idle) FROM cpu",
             "invalid number of arguments for mean",
@@ -160,4 +157,61 @@ fn statements_split_and_show_forms() {
             Source::Regex("^disk".into()),
         ]
     );
+}
+
+#[test]
+fn derivatives() {
+    use super::translate::{Transform, derivative};
+    let q = "SELECT non_negative_derivative(max(usage), 1s) AS rate FROM cpu WHERE time > now() - 1h GROUP BY time(1m)";
+    let t = select(&sel(q), "cpu", &cpu(), NOW).unwrap();
+    assert!(t.sql.contains(r#"max("usage") AS "rate""#), "{}", t.sql);
+    assert_eq!(t.columns, ["rate"]);
+    assert_eq!(
+        t.transforms,
+        [Some(Transform {
+            unit_ns: 1_000_000_000,
+            non_negative: true
+        })]
+    );
+    let s = 1_000_000_000;
+    let points = [
+        (0, Some(10.0)),
+        (60 * s, Some(70.0)),
+        (120 * s, None),
+        (180 * s, Some(10.0)),
+        (240 * s, Some(40.0)),
+    ];
+    let nn = Transform {
+        unit_ns: s,
+        non_negative: true,
+    };
+    assert_eq!(
+        derivative(&points, nn),
+        [None, Some(1.0), None, None, Some(0.5)]
+    );
+    let d = Transform {
+        unit_ns: 60 * s,
+        non_negative: false,
+    };
+    assert_eq!(
+        derivative(&points, d),
+        [None, Some(60.0), None, Some(-30.0), Some(30.0)]
+    );
+    for (q, want) in [
+        (
+            "SELECT derivative(usage) FROM cpu",
+            "raw field is not supported yet",
+        ),
+        (
+            "SELECT derivative(mean(usage)) FROM cpu",
+            "requires a GROUP BY time",
+        ),
+        (
+            "SELECT derivative(mean(usage), 0s) FROM cpu GROUP BY time(1m)",
+            "positive duration",
+        ),
+    ] {
+        let e = select(&sel(q), "cpu", &cpu(), NOW).unwrap_err();
+        assert!(e.contains(want), "{q}: {e}");
+    }
 }

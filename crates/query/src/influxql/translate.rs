@@ -31,6 +31,35 @@ pub struct Translated {
     pub fixed_time: Option<i64>,
     /// Per-series LIMIT and OFFSET, applied while cutting series.
     pub series_limit: Option<(u64, u64)>,
+    /// Per output column, a transform applied over each series' rows in time order.
+    pub transforms: Vec<Option<Transform>>,
+}
+
+/// `derivative(agg, unit)` and `non_negative_derivative(agg, unit)`: each bucket's change from
+/// the previous bucket with a value, per `unit_ns` of time; the first is left out, and a
+/// negative change too when `non_negative`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Transform {
+    pub unit_ns: i64,
+    pub non_negative: bool,
+}
+
+/// The rates of `points` ((time ns, value)) as [`Transform`] computes them, one per point
+/// after the first with a value (`None` where there is none).
+pub fn derivative(points: &[(i64, Option<f64>)], t: Transform) -> Vec<Option<f64>> {
+    let mut out = vec![None; points.len()];
+    let mut prev: Option<(i64, f64)> = None;
+    for (i, &(time, v)) in points.iter().enumerate() {
+        let Some(v) = v else { continue };
+        if let Some((pt, pv)) = prev
+            && time > pt
+        {
+            let rate = (v - pv) / ((time - pt) as f64 / t.unit_ns as f64);
+            out[i] = (!t.non_negative || rate >= 0.0).then_some(rate);
+        }
+        prev = Some((time, v));
+    }
+    out
 }
 
 fn ident(s: &str) -> String {
@@ -277,7 +306,39 @@ pub fn select(s: &Select, name: &str, cols: &Columns, now: i64) -> Result<Transl
     };
     // The output columns and their SQL.
     let mut outputs: Vec<(String, String)> = Vec::new();
+    let mut transforms: Vec<Option<Transform>> = Vec::new();
     for f in &s.fields {
+        if let Expr::Call(name, args) = &f.expr
+            && matches!(name.as_str(), "derivative" | "non_negative_derivative")
+        {
+            let (inner, unit_ns) = match args.as_slice() {
+                [inner] => (inner, 1_000_000_000),
+                [inner, Expr::Dur(u)] if *u > 0 => (inner, *u),
+                _ => {
+                    return Err(format!(
+                        "invalid arguments to {name}: expected an aggregate and a positive duration"
+                    ));
+                }
+            };
+            let Expr::Call(agg, a) = inner else {
+                return Err(format!(
+                    "{name} of a raw field is not supported yet; use {name}(mean(field), 1s) with GROUP BY time"
+                ));
+            };
+            if s.group_time.is_none() {
+                return Err(format!(
+                    "{name} of an aggregate requires a GROUP BY time() clause"
+                ));
+            }
+            let sql = aggregate(agg, a, &mut ctx)?;
+            outputs.push((f.alias.clone().unwrap_or_else(|| name.clone()), sql));
+            transforms.resize(outputs.len() - 1, None);
+            transforms.push(Some(Transform {
+                unit_ns,
+                non_negative: name == "non_negative_derivative",
+            }));
+            continue;
+        }
         if f.expr == Expr::Star {
             if aggregate_query {
                 return Err("mean(*) and other wildcard calls are not supported yet".into());
@@ -423,10 +484,16 @@ pub fn select(s: &Select, name: &str, cols: &Columns, now: i64) -> Result<Transl
         (s.limit.is_some() || s.offset.is_some())
             .then(|| (s.limit.unwrap_or(u64::MAX), s.offset.unwrap_or(0)))
     };
+    let columns_len = outputs.len();
     Ok(Translated {
         sql,
         group_tags,
         columns: outputs.into_iter().map(|(n, _)| n).collect(),
+        transforms: {
+            let mut t = transforms;
+            t.resize(columns_len, None);
+            t
+        },
         fixed_time: (aggregate_query && s.group_time.is_none() && selector_time.is_none())
             .then_some(ctx.lower.unwrap_or(0)),
         series_limit,
