@@ -35,6 +35,14 @@ fn curl_writes_psql_and_psycopg_read_and_sigterm_keeps_everything() {
     );
     let tables = s.psql("demo", "\\dt");
     assert!(tables.contains("cpu"), "\\dt lists the table: {tables}");
+    // psql's pattern commands send `OPERATOR(pg_catalog.~)`, which the front door's name
+    // check must let through.
+    let described = s.psql("demo", "\\d cpu");
+    assert!(
+        described.contains("time,timestamp with time zone,,not null,"),
+        "\\d cpu describes the table: {described}"
+    );
+    assert!(s.psql("demo", "\\dt c*").contains("cpu"));
     // The REPL's \dt lists this database's tables only; \d shows a table's columns.
     let mut repl = Command::new(env!("CARGO_BIN_EXE_tempora"))
         .args(["sql", "--host", &s.http, "--db", "demo"])

@@ -138,6 +138,10 @@ async fn select(
     let mut series = Vec::new();
     for src in &sel.from {
         for (mdb, m) in measurements(s, src, &db)? {
+            // Checked before the catalog is read, so a refusal tells nothing of what exists.
+            let scope = tempora_query::sql::scope::Scope::Databases([mdb.clone()].into());
+            s.access
+                .require(who, crate::auth::Permission::Read, &scope)?;
             let Some(cols) = columns_of(s, &mdb, &m) else {
                 continue; // InfluxDB: a measurement that does not exist gives no series
             };
@@ -161,7 +165,7 @@ fn shape(
 ) -> Result<Vec<Value>, ServerError> {
     let k = t.group_tags.len();
     // Per series: its key and its points (time in ns, the outputs).
-    let mut out: Vec<(Vec<Value>, Vec<(i64, Vec<Value>)>)> = Vec::new();
+    let mut out: Vec<(Vec<Value>, Vec<Point>)> = Vec::new();
     for row in rows {
         let key = row[..k].to_vec();
         let (ns, values) = match t.fixed_time {
@@ -211,9 +215,12 @@ fn shape(
     Ok(series)
 }
 
+/// A point of a series: its time in ns and its output values.
+type Point = (i64, Vec<Value>);
+
 /// Applies the derivative columns; a point left without any value is dropped, as InfluxDB
 /// drops the first bucket of a derivative.
-fn transform(points: &mut Vec<(i64, Vec<Value>)>, transforms: &[Option<translate::Transform>]) {
+fn transform(points: &mut Vec<Point>, transforms: &[Option<translate::Transform>]) {
     if transforms.iter().all(Option::is_none) {
         return;
     }
@@ -348,6 +355,7 @@ async fn show(
             from,
             key,
             condition,
+            limit,
         } => {
             let db = pick(db);
             read(&db)?;
@@ -378,13 +386,19 @@ async fn show(
                         values.push(json!([k, row[0]]));
                     }
                 }
+                values.truncate(limit.map_or(usize::MAX, |l| l as usize));
                 if !values.is_empty() {
                     out.push(json!({ "name": m, "columns": ["key", "value"], "values": values }));
                 }
             }
             Ok(out)
         }
-        Statement::ShowSeries { db, from, limit } => {
+        Statement::ShowSeries {
+            db,
+            from,
+            condition,
+            limit,
+        } => {
             let db = pick(db);
             read(&db)?;
             let mut keys = Vec::new();
@@ -401,11 +415,21 @@ async fn show(
                     .iter()
                     .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
                     .collect();
-                let sql = format!(
-                    "SELECT DISTINCT {} FROM \"{}\"",
-                    cols.join(", "),
-                    m.replace('"', "\"\"")
-                );
+                let fields = c
+                    .tags
+                    .iter()
+                    .map(|t| tempora_query::influxql::ast::Field {
+                        expr: tempora_query::influxql::ast::Expr::Var(
+                            t.clone(),
+                            Some("tag".into()),
+                        ),
+                        alias: None,
+                    })
+                    .collect();
+                let sel = Select::new(fields, Vec::new(), condition.clone());
+                let t = translate::select(&sel, &m, &c, crate::state::now_ns())
+                    .map_err(ServerError::BadRequest)?;
+                let sql = format!("SELECT DISTINCT {} FROM ({}) AS s", cols.join(", "), t.sql);
                 for row in sql_rows(s, who, &db, &sql).await? {
                     let mut key = m.clone();
                     for (t, v) in c.tags.iter().zip(row) {

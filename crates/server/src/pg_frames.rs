@@ -38,6 +38,9 @@ use crate::pg_shapes;
 /// How long a client may take from connecting to finishing authentication (pgwire's value).
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Longest start-up message (PostgreSQL's own limit): it arrives before authentication.
+pub const MAX_STARTUP_BYTES: usize = 10_000;
+
 /// The limit when none is given (the default `max_body_bytes`).
 pub const DEFAULT_MAX_BODY: usize = 64 << 20;
 
@@ -126,6 +129,12 @@ impl FrameTracker {
         if len < min {
             return Err(format!(
                 "the message at byte {at} claims a length of {len}; the least is {min}"
+            ));
+        }
+        if self.untyped && len > MAX_STARTUP_BYTES {
+            return Err(format!(
+                "the start-up message at byte {at} claims a length of {len}; the limit is \
+                 {MAX_STARTUP_BYTES}"
             ));
         }
         if len - counted > self.max_body {
@@ -401,6 +410,11 @@ mod tests {
                 "a start-up message without its final NUL",
                 startup(protocol3, b"user\0u\0"),
                 Some("the start-up message at byte 0: the parameter name at byte 7"),
+            ),
+            (
+                "a start-up message past PostgreSQL's limit",
+                [10_001u32.to_be_bytes(), 196_608u32.to_be_bytes()].concat(),
+                Some("claims a length of 10001; the limit is 10000"),
             ),
             (
                 "a body past the limit",

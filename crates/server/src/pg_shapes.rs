@@ -113,8 +113,10 @@ pub fn startup(code: u32, body: &[u8]) -> Result<(), String> {
             "an encryption request carries {} bytes; it carries none",
             body.len()
         )),
-        CANCEL_REQUEST if !(8..=260).contains(&body.len()) => Err(format!(
-            "a cancel request carries {} bytes; it carries 8 to 260",
+        // pgwire 0.41 reads a 4-byte key whatever the length (protocol 3.0's cancel).
+        CANCEL_REQUEST if body.len() != 8 => Err(format!(
+            "a cancel request carries {} bytes; this server reads 8 (a process id and a \
+             4-byte key)",
             body.len()
         )),
         c if c >> 16 == PROTOCOL_3 => {
@@ -311,6 +313,12 @@ mod tests {
             ("ssl with a body", SSL_REQUEST, b"x", false),
             ("cancel", CANCEL_REQUEST, b"\0\0\0\x01\0\0\0\x02", true),
             ("cancel short", CANCEL_REQUEST, b"\0\0\0\x01", false),
+            (
+                "cancel with a long key",
+                CANCEL_REQUEST,
+                &[0u8; 40][..],
+                false,
+            ),
             ("protocol 2 is pgwire's to refuse", 131_072, b"x", true),
         ] {
             assert_eq!(startup(code, body).is_ok(), ok, "{name}");

@@ -107,6 +107,7 @@ pub enum Statement {
         from: Option<Source>,
         key: KeyMatch,
         condition: Option<Expr>,
+        limit: Option<u64>,
     },
     ShowFieldKeys {
         db: Option<String>,
@@ -115,6 +116,7 @@ pub enum Statement {
     ShowSeries {
         db: Option<String>,
         from: Option<Source>,
+        condition: Option<Expr>,
         limit: Option<u64>,
     },
     /// Any other statement, as written (databases and retention policies are read elsewhere).

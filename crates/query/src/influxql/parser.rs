@@ -17,11 +17,16 @@ const RESERVED: [&str; 14] = [
 /// Deepest expression nesting accepted.
 pub const MAX_DEPTH: usize = 64;
 
+/// Most operators (binary and unary) one statement may hold: the tree they build is walked
+/// recursively, so its size is bounded, not only its parentheses.
+pub const MAX_OPERATORS: usize = 256;
+
 pub struct Parser<'a> {
     src: &'a str,
     lx: Lexer<'a>,
     peeked: Option<(Tok, usize)>,
     depth: usize,
+    operators: usize,
 }
 
 type R<T> = Result<T, String>;
@@ -33,6 +38,7 @@ pub fn parse(text: &str) -> R<Vec<Statement>> {
         lx: Lexer::new(text),
         peeked: None,
         depth: 0,
+        operators: 0,
     };
     let mut out = Vec::new();
     loop {
@@ -113,6 +119,7 @@ impl Parser<'_> {
     }
 
     fn statement(&mut self) -> R<Statement> {
+        self.operators = 0;
         let start = self.peek()?.1;
         if self.kw("SELECT")? {
             return Ok(Statement::Select(Box::new(self.select()?)));
@@ -136,7 +143,28 @@ impl Parser<'_> {
         Ok(Statement::Other(self.src[start..end].trim().to_string()))
     }
 
+    /// A typed SHOW, which must end the statement.
     fn show(&mut self) -> R<Option<Statement>> {
+        let s = self.show_parts()?;
+        if s.is_some() {
+            match self.peek()?.clone() {
+                (Tok::Semi | Tok::Eof, _) => {}
+                t => return self.unexpected(t, "; or EOF"),
+            }
+        }
+        Ok(s)
+    }
+
+    /// `WHERE <condition>`, if next.
+    fn optional_where(&mut self) -> R<Option<Expr>> {
+        Ok(if self.kw("WHERE")? {
+            Some(self.expr()?)
+        } else {
+            None
+        })
+    }
+
+    fn show_parts(&mut self) -> R<Option<Statement>> {
         if self.kw("MEASUREMENTS")? {
             let db = self.on()?;
             let mut regex = None;
@@ -150,6 +178,8 @@ impl Parser<'_> {
                     t => return self.unexpected(t, "=~ or ="),
                 }
             }
+            // InfluxDB keeps the measurements with series matching; all are listed here.
+            self.optional_where()?;
             let limit = self.limit()?;
             return Ok(Some(Statement::ShowMeasurements { db, regex, limit }));
         }
@@ -157,18 +187,28 @@ impl Parser<'_> {
             self.expect_kw("KEYS")?;
             let db = self.on()?;
             let from = self.optional_from()?;
+            self.limit()?;
             return Ok(Some(Statement::ShowFieldKeys { db, from }));
         }
         if self.kw("SERIES")? {
             let db = self.on()?;
             let from = self.optional_from()?;
+            let condition = self.optional_where()?;
             let limit = self.limit()?;
-            return Ok(Some(Statement::ShowSeries { db, from, limit }));
+            return Ok(Some(Statement::ShowSeries {
+                db,
+                from,
+                condition,
+                limit,
+            }));
         }
         if self.kw("TAG")? {
             if self.kw("KEYS")? {
                 let db = self.on()?;
                 let from = self.optional_from()?;
+                // InfluxDB keeps the keys of series matching; all are listed here.
+                self.optional_where()?;
+                self.limit()?;
                 return Ok(Some(Statement::ShowTagKeys { db, from }));
             }
             self.expect_kw("VALUES")?;
@@ -191,17 +231,14 @@ impl Parser<'_> {
                 }
                 t => return self.unexpected(t, "=, =~ or IN"),
             };
-            let condition = if self.kw("WHERE")? {
-                Some(self.expr()?)
-            } else {
-                None
-            };
-            self.limit()?;
+            let condition = self.optional_where()?;
+            let limit = self.limit()?;
             return Ok(Some(Statement::ShowTagValues {
                 db,
                 from,
                 key,
                 condition,
+                limit,
             }));
         }
         Ok(None)
@@ -440,6 +477,7 @@ impl Parser<'_> {
                 _ => return Ok(left),
             };
             self.next()?;
+            self.operator()?;
             let right = if matches!(op, "=~" | "!~") {
                 Expr::Regex(self.regex()?)
             } else {
@@ -447,6 +485,17 @@ impl Parser<'_> {
             };
             left = Expr::Binary(Box::new(left), op, Box::new(right));
         }
+    }
+
+    /// Counts one operator against [`MAX_OPERATORS`].
+    fn operator(&mut self) -> R<()> {
+        self.operators += 1;
+        if self.operators > MAX_OPERATORS {
+            return Err(format!(
+                "error parsing query: more than {MAX_OPERATORS} operators in one statement"
+            ));
+        }
+        Ok(())
     }
 
     fn unary(&mut self) -> R<Expr> {
@@ -457,12 +506,23 @@ impl Parser<'_> {
             Tok::Str(s) => Expr::Str(s),
             Tok::Dur(d) => Expr::Dur(d),
             Tok::Op("*") => Expr::Star,
-            Tok::Op("-") => match self.unary()? {
-                Expr::Int(v) => Expr::Int(-v),
-                Expr::Float(v) => Expr::Float(-v),
-                Expr::Dur(v) => Expr::Dur(-v),
-                e => Expr::Binary(Box::new(Expr::Int(0)), "-", Box::new(e)),
-            },
+            Tok::Op("-") => {
+                // A run of minus signs is read in a loop, not by recursion.
+                self.operator()?;
+                let mut negative = true;
+                while self.peek()?.0 == Tok::Op("-") {
+                    self.next()?;
+                    self.operator()?;
+                    negative = !negative;
+                }
+                match (negative, self.unary()?) {
+                    (false, e) => e,
+                    (true, Expr::Int(v)) => Expr::Int(v.wrapping_neg()),
+                    (true, Expr::Float(v)) => Expr::Float(-v),
+                    (true, Expr::Dur(v)) => Expr::Dur(v.wrapping_neg()),
+                    (true, e) => Expr::Binary(Box::new(Expr::Int(0)), "-", Box::new(e)),
+                }
+            }
             Tok::Op("/") => Expr::Regex(self.lx.regex()?),
             Tok::LParen => {
                 let e = self.expr()?;

@@ -109,6 +109,19 @@ fn refusals_read_as_influxdb_s() {
         ")".repeat(100)
     );
     assert!(parse(&deep).unwrap_err().contains("nest deeper"));
+    // Long operator chains and unary minus runs build deep trees without parentheses.
+    for q in [
+        format!("SELECT {}1 FROM m", "- ".repeat(200_000)),
+        format!(
+            "SELECT a FROM m WHERE {}",
+            vec!["a = 1"; 200_000].join(" OR ")
+        ),
+        format!("SELECT {} FROM m", vec!["a"; 200_000].join(" + ")),
+    ] {
+        assert!(parse(&q).unwrap_err().contains("more than 256 operators"));
+    }
+    let at_limit = format!("SELECT {} FROM m", vec!["a"; 257].join(" + "));
+    assert!(parse(&at_limit).is_ok());
 }
 
 #[test]
@@ -213,5 +226,27 @@ fn derivatives() {
     ] {
         let e = select(&sel(q), "cpu", &cpu(), NOW).unwrap_err();
         assert!(e.contains(want), "{q}: {e}");
+    }
+}
+
+/// A missing tag reads as '' in every comparison, as in InfluxDB.
+#[test]
+fn missing_tags_compare_as_empty() {
+    for (cond, want) in [
+        ("host = ''", r#"("host" = '' OR "host" IS NULL)"#),
+        ("host != ''", r#""host" <> ''"#),
+        ("host != 'a'", r#"("host" <> 'a' OR "host" IS NULL)"#),
+        ("host =~ /^$/", r#"("host" ~ '^$' OR "host" IS NULL)"#),
+        ("host =~ /a/", r#""host" ~ 'a'"#),
+        ("host !~ /^$/", r#""host" !~ '^$'"#),
+        ("host !~ /a/", r#"("host" !~ 'a' OR "host" IS NULL)"#),
+    ] {
+        let q = format!("SELECT usage FROM cpu WHERE {cond}");
+        let t = select(&sel(&q), "cpu", &cpu(), NOW).unwrap();
+        assert!(
+            t.sql.contains(&format!("WHERE {want} AND")),
+            "{cond}: {}",
+            t.sql
+        );
     }
 }

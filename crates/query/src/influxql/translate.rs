@@ -144,9 +144,11 @@ impl Ctx<'_> {
                     .is_match("");
                 let sql_op = if *op == "=~" { "~" } else { "!~" };
                 let base = format!("{col} {sql_op} {}", literal(re));
-                Ok(match (*op, matches_empty) {
-                    ("=~", false) => base,
-                    _ => format!("({base} OR {col} IS NULL)"),
+                // A missing tag is '': it matches when '' does (=~) or does not (!~).
+                let missing_matches = (*op == "=~") == matches_empty;
+                Ok(match missing_matches {
+                    false => base,
+                    true => format!("({base} OR {col} IS NULL)"),
                 })
             }
             Expr::Binary(l, op @ ("=" | "!=" | "<>"), r)
@@ -156,10 +158,12 @@ impl Ctx<'_> {
                     unreachable!()
                 };
                 let col = self.operand(l)?;
+                // A missing tag is '': it equals '' and differs from every other value.
                 Ok(match (*op, v.is_empty()) {
                     ("=", false) => format!("{col} = {}", literal(v)),
                     ("=", true) => format!("({col} = '' OR {col} IS NULL)"),
-                    (_, _) => format!("({col} <> {} OR {col} IS NULL)", literal(v)),
+                    (_, true) => format!("{col} <> ''"),
+                    (_, false) => format!("({col} <> {} OR {col} IS NULL)", literal(v)),
                 })
             }
             Expr::Binary(l, op, r) => {

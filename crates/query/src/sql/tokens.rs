@@ -53,31 +53,56 @@ pub const MAX_CHAIN_DOTS: usize = 8;
 /// before any bracketed arguments or subscripts; the chain goes on while a `.` follows a part.
 pub fn check_chains(tokens: &[TokenWithSpan]) -> Result<()> {
     let sig: Vec<&TokenWithSpan> = tokens.iter().filter(|t| significant(&t.token)).collect();
+    let at =
+        |t: &TokenWithSpan| format!("line {} column {}", t.span.start.line, t.span.start.column);
+    // The chain count of each open bracket's enclosing chain (a call's or subscript's
+    // arguments are scanned as chains of their own; the chain goes on after the group).
+    let mut open: Vec<usize> = Vec::new();
     let mut dots = 0;
     let mut i = 0;
     while i < sig.len() {
-        if sig[i].token != Token::Period {
-            i += 1;
-            continue;
+        match sig[i].token {
+            Token::Period => {}
+            Token::LParen | Token::LBracket => {
+                open.push(dots);
+                dots = 0;
+                i += 1;
+                continue;
+            }
+            Token::RParen | Token::RBracket => {
+                let outer = open.pop().unwrap_or(0);
+                let goes_on = matches!(
+                    sig.get(i + 1).map(|t| &t.token),
+                    Some(Token::Period | Token::LParen | Token::LBracket)
+                );
+                dots = if goes_on { outer } else { 0 };
+                i += 1;
+                continue;
+            }
+            _ => {
+                dots = 0;
+                i += 1;
+                continue;
+            }
         }
-        if !matches!(
-            sig.get(i + 1).map(|t| &t.token),
-            Some(Token::Word(_) | Token::Mul)
-        ) {
+        let next = sig.get(i + 1).map(|t| &t.token);
+        let named = matches!(next, Some(Token::Word(_) | Token::Mul));
+        // psql's `OPERATOR(pg_catalog.~)` names an operator after the `.`.
+        let operator_name = i >= 3
+            && sig[i - 2].token == Token::LParen
+            && matches!(&sig[i - 3].token, Token::Word(w) if w.value.eq_ignore_ascii_case("OPERATOR"));
+        if !(named || (operator_name && next.is_some())) {
             // sqlparser would fail here too, but only after re-reading the chain before it.
-            let s = sig[i].span.start;
             return Err(QueryError::Sql(format!(
-                "SQL syntax: the `.` at line {} column {} is not followed by a name or `*`",
-                s.line, s.column
+                "SQL syntax: the `.` at {} is not followed by a name or `*`",
+                at(sig[i])
             )));
         }
         dots += 1;
         if dots > MAX_CHAIN_DOTS {
-            let s = sig[i].span.start;
             return Err(QueryError::Sql(format!(
-                "SQL syntax: more than {MAX_CHAIN_DOTS} `.` in one chain of names at line {} \
-                 column {}",
-                s.line, s.column
+                "SQL syntax: more than {MAX_CHAIN_DOTS} `.` in one chain of names at {}",
+                at(sig[i])
             )));
         }
         // Prefix words (`NOT NOT x`) before the part; a last one before a `.` is the part.
@@ -89,10 +114,10 @@ pub fn check_chains(tokens: &[TokenWithSpan]) -> Result<()> {
             j += 1;
         }
         j += 1; // the part itself
-        while j < sig.len() && matches!(sig[j].token, Token::LParen | Token::LBracket) {
-            j = past_brackets(&sig, j);
-        }
-        if !matches!(sig.get(j), Some(t) if t.token == Token::Period) {
+        if !matches!(
+            sig.get(j).map(|t| &t.token),
+            Some(Token::Period | Token::LParen | Token::LBracket)
+        ) {
             dots = 0;
         }
         i = j;
@@ -103,24 +128,6 @@ pub fn check_chains(tokens: &[TokenWithSpan]) -> Result<()> {
 /// Words that can start an expression as a prefix operator (after a `.` only words come).
 fn prefix_operator(t: &Token) -> bool {
     matches!(t, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("NOT"))
-}
-
-/// The index after the bracket group opening at `open` (brackets balance: checked first).
-fn past_brackets(sig: &[&TokenWithSpan], open: usize) -> usize {
-    let mut depth = 0usize;
-    for (k, t) in sig.iter().enumerate().skip(open) {
-        match t.token {
-            Token::LParen | Token::LBracket => depth += 1,
-            Token::RParen | Token::RBracket => {
-                depth -= 1;
-                if depth == 0 {
-                    return k + 1;
-                }
-            }
-            _ => {}
-        }
-    }
-    sig.len()
 }
 
 /// Brackets balance (each closer matches the last opener) and calls nest at most
@@ -420,6 +427,21 @@ mod tests {
                 "calls and subscripts continue a chain",
                 format!("SELECT a{}", ".f(1)[2]".repeat(MAX_CHAIN_DOTS + 1)),
                 Some("more than 8 `.`"),
+            ),
+            (
+                "a chain inside a call's arguments is counted",
+                format!("SELECT x.f(a{})", ".b".repeat(MAX_CHAIN_DOTS + 1)),
+                Some("more than 8 `.`"),
+            ),
+            (
+                "a chain after a call's group goes on",
+                format!("SELECT a{}.c", ".f(1)".repeat(MAX_CHAIN_DOTS)),
+                Some("more than 8 `.`"),
+            ),
+            (
+                "psql's \\d pattern query",
+                "SELECT c.oid FROM pg_catalog.pg_class c WHERE c.relname OPERATOR(pg_catalog.~) '^(cpu)$' COLLATE pg_catalog.default".into(),
+                None,
             ),
             (
                 "a qualified wildcard",

@@ -56,6 +56,7 @@ pub fn check_metadata(meta: &[u8]) -> Result<(), (usize, String)> {
         buf: meta,
         pos: 0,
         schema_len: 0,
+        children: Vec::new(),
     };
     w.fields(&schema::FILE_METADATA, 0)
         .map_err(|why| (w.pos, why))
@@ -116,6 +117,43 @@ struct Walk<'a> {
     pos: usize,
     /// The length of the schema list, once read (bounds `num_children`).
     schema_len: u64,
+    /// Each schema element's `num_children` (0: a leaf), in order.
+    children: Vec<u64>,
+}
+
+/// Deepest schema tree accepted: the Parquet crate builds it by recursion.
+pub const MAX_SCHEMA_DEPTH: usize = 128;
+
+/// The schema list as the crate builds its tree (depth first from the root, each element's
+/// children the elements after it): every claimed child must exist and the tree may not be
+/// deeper than [`MAX_SCHEMA_DEPTH`]. Walked with a stack, not by recursion.
+fn check_tree(children: &[u64]) -> Result<(), String> {
+    let Some(&root) = children.first() else {
+        return Ok(());
+    };
+    let mut open = vec![root];
+    let mut next = 1usize;
+    while let Some(left) = open.last_mut() {
+        if *left == 0 {
+            open.pop();
+            continue;
+        }
+        *left -= 1;
+        let Some(&c) = children.get(next) else {
+            return Err(format!(
+                "the schema claims more children than its {} elements",
+                children.len()
+            ));
+        };
+        next += 1;
+        if c > 0 {
+            open.push(c);
+            if open.len() > MAX_SCHEMA_DEPTH {
+                return Err(format!("the schema nests deeper than {MAX_SCHEMA_DEPTH}"));
+            }
+        }
+    }
+    Ok(())
 }
 
 impl Walk<'_> {
@@ -233,10 +271,10 @@ impl Walk<'_> {
                     short => u64::from(short),
                 };
                 let n = self.count(n, 1)?;
-                if let Ty::Struct(s) = elem
-                    && s.name == "SchemaElement"
-                {
+                let schema = matches!(elem, Ty::Struct(s) if s.name == "SchemaElement");
+                if schema {
                     self.schema_len = n;
+                    self.children.clear();
                 }
                 let et = h & 0x0f;
                 if n > 0 && !declared_as(*elem, et) {
@@ -246,7 +284,16 @@ impl Walk<'_> {
                         elem.name()
                     ));
                 }
-                (0..n).try_for_each(|_| self.typed(*elem, et, depth + 1))
+                for _ in 0..n {
+                    if schema {
+                        self.children.push(0);
+                    }
+                    self.typed(*elem, et, depth + 1)?;
+                }
+                if schema {
+                    check_tree(&self.children)?;
+                }
+                Ok(())
             }
             Ty::Children => {
                 let z = self.varint()?;
@@ -256,6 +303,9 @@ impl Walk<'_> {
                         "a schema element claims {v} children; the schema has {} elements",
                         self.schema_len
                     ));
+                }
+                if let Some(last) = self.children.last_mut() {
+                    *last = v as u64;
                 }
                 Ok(())
             }
@@ -495,6 +545,27 @@ mod tests {
         // A legal count passes: one root with one child.
         let ok = [0x29, 0x2c, 0x48, 1, b'r', 0x15, 2, 0, 0x48, 1, b'c', 0, 0];
         assert_eq!(check_metadata(&ok), Ok(()));
+    }
+
+    /// Schema trees are walked as the crate builds them: every child exists, and nesting is
+    /// bounded (the crate recurses once per level).
+    #[test]
+    fn schema_trees() {
+        for (name, children, ok) in [
+            ("a root with two leaves", vec![2, 0, 0], true),
+            ("nested groups", vec![1, 2, 0, 1, 0], true),
+            ("a child too many", vec![3, 0, 0], false),
+            ("a group's child missing", vec![1, 1], false),
+            ("a leaf root", vec![0], true),
+        ] {
+            assert_eq!(check_tree(&children).is_ok(), ok, "{name}");
+        }
+        let mut chain = vec![1u64; MAX_SCHEMA_DEPTH + 1];
+        chain.push(0);
+        assert!(check_tree(&chain).unwrap_err().contains("deeper"));
+        let mut chain = vec![1u64; MAX_SCHEMA_DEPTH - 1];
+        chain.push(0);
+        assert_eq!(check_tree(&chain), Ok(()));
     }
 
     /// The second: 34 bytes that took 40 s past the type-driven walk, because the crate read
