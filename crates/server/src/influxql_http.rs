@@ -375,12 +375,10 @@ async fn show(
                     .collect();
                 let mut values = Vec::new();
                 for k in keys {
-                    let sel = tag_values_select(k, condition.clone());
-                    let t = translate::select(&sel, &m, &c, crate::state::now_ns())
-                        .map_err(ServerError::BadRequest)?;
+                    let q = quote(k);
                     let sql = format!(
-                        "SELECT DISTINCT v FROM ({}) AS s WHERE v IS NOT NULL ORDER BY v",
-                        t.sql
+                        "{} WHERE {q} IS NOT NULL ORDER BY {q}",
+                        distinct_tags_sql(&m, &c, std::slice::from_ref(k), condition)?
                     );
                     for row in sql_rows(s, who, &db, &sql).await? {
                         values.push(json!([k, row[0]]));
@@ -410,26 +408,7 @@ async fn show(
                     keys.push(m.clone());
                     continue;
                 }
-                let cols: Vec<String> = c
-                    .tags
-                    .iter()
-                    .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
-                    .collect();
-                let fields = c
-                    .tags
-                    .iter()
-                    .map(|t| tempora_query::influxql::ast::Field {
-                        expr: tempora_query::influxql::ast::Expr::Var(
-                            t.clone(),
-                            Some("tag".into()),
-                        ),
-                        alias: None,
-                    })
-                    .collect();
-                let sel = Select::new(fields, Vec::new(), condition.clone());
-                let t = translate::select(&sel, &m, &c, crate::state::now_ns())
-                    .map_err(ServerError::BadRequest)?;
-                let sql = format!("SELECT DISTINCT {} FROM ({}) AS s", cols.join(", "), t.sql);
+                let sql = distinct_tags_sql(&m, &c, &c.tags, condition)?;
                 for row in sql_rows(s, who, &db, &sql).await? {
                     let mut key = m.clone();
                     for (t, v) in c.tags.iter().zip(row) {
@@ -453,13 +432,34 @@ async fn show(
     }
 }
 
-/// `SELECT "k" AS v FROM m [WHERE cond]` as a parsed SELECT, so the condition takes the
-/// same translation as any SELECT's.
-fn tag_values_select(key: &str, condition: Option<tempora_query::influxql::ast::Expr>) -> Select {
+fn quote(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// SQL for the distinct combinations of `tags` over the points of `m` matching `condition`:
+/// a SELECT of those tags takes the same translation as any SELECT (InfluxDB's rules for the
+/// condition), then DISTINCT over it.
+fn distinct_tags_sql(
+    m: &str,
+    c: &Columns,
+    tags: &[String],
+    condition: &Option<tempora_query::influxql::ast::Expr>,
+) -> Result<String, ServerError> {
     use tempora_query::influxql::ast::{Expr, Field};
-    let field = Field {
-        expr: Expr::Var(key.to_string(), Some("tag".into())),
-        alias: Some("v".into()),
-    };
-    Select::new(vec![field], Vec::new(), condition)
+    let fields = tags
+        .iter()
+        .map(|t| Field {
+            expr: Expr::Var(t.clone(), Some("tag".into())),
+            alias: None,
+        })
+        .collect();
+    let sel = Select::new(fields, Vec::new(), condition.clone());
+    let t =
+        translate::select(&sel, m, c, crate::state::now_ns()).map_err(ServerError::BadRequest)?;
+    let cols: Vec<String> = tags.iter().map(|t| quote(t)).collect();
+    Ok(format!(
+        "SELECT DISTINCT {} FROM ({}) AS s",
+        cols.join(", "),
+        t.sql
+    ))
 }
