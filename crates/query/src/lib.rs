@@ -45,6 +45,7 @@ pub mod nodes;
 pub mod options;
 pub mod params;
 pub mod plan;
+pub mod promql;
 pub mod pushdown;
 pub mod rules;
 pub mod service;

@@ -636,6 +636,29 @@ impl QueryService {
         Ok(last)
     }
 
+    /// Runs one statement a protocol built itself (a PromQL query) in `db` under the
+    /// caller's permissions and the query's limits, and collects its rows.
+    pub async fn run_statement(
+        &self,
+        db: &str,
+        stmt: &Statement,
+        opts: &mut QueryOptions,
+        auth: &dyn crate::access::Authorize,
+        now_ns: i64,
+    ) -> Result<QueryOutput> {
+        auth.statement(stmt, db)?;
+        let timeout = self.timeout_for(opts);
+        let max_rows = opts.max_rows;
+        let run = async {
+            let p = self.prepare(db, opts, stmt).await?;
+            let out = self.execute(db, opts, &p, Vec::new(), now_ns).await?;
+            collect(out, max_rows).await
+        };
+        tokio::time::timeout(timeout, run)
+            .await
+            .map_err(|_| QueryError::Timeout(timeout))?
+    }
+
     /// Runs one SQL text in `db` under the server's limits and collects its result.
     /// Restarts the model trainings a restart interrupted (the server calls it at start).
     pub async fn resume_models(&self) {

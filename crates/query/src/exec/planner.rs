@@ -60,6 +60,19 @@ impl ExtensionPlanner for TemporaPlanner {
             let rollups = crate::options::of(session.config_options()).rollups;
             return aggregate(a, &plan, rollups).map(Some);
         }
+        if let Some(p) = node
+            .as_any()
+            .downcast_ref::<crate::promql::scan::PromScan>()
+        {
+            let config = session.config();
+            return Ok(Some(Arc::new(
+                crate::promql::scan::exec::PromScanExec::new(
+                    p,
+                    config.target_partitions(),
+                    config.batch_size(),
+                ),
+            )));
+        }
         if let Some(m) = node.as_any().downcast_ref::<crate::nodes::ModelScoring>() {
             let [input] = physical_inputs else {
                 return Err(DataFusionError::Internal(

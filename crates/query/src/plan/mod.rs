@@ -81,6 +81,7 @@ pub async fn plan(
                     df_statement(state, s).await?
                 }
                 Statement::Show(s) => show::plan(state, dbs, db, s).await?,
+                Statement::PromQl(q) => crate::promql::logical_plan(dbs.engine(), db, q)?,
                 other => {
                     return Err(QueryError::Sql(format!(
                         "EXPLAIN applies to queries, not {}",
@@ -103,6 +104,7 @@ pub async fn plan(
         }
         Statement::Show(s) => Planned::Query(show::plan(state, dbs, db, s).await?),
         Statement::Plan(s) => Planned::Query(state.statement_to_plan((**s).clone()).await?),
+        Statement::PromQl(q) => Planned::Query(crate::promql::logical_plan(dbs.engine(), db, q)?),
         Statement::CreateDatabase(c) => Planned::Command(Command::CreateDatabase(c.clone())),
         Statement::DropDatabase(d) => Planned::Command(Command::DropDatabase(d.clone())),
         Statement::CreateTable(c) => Planned::Command(Command::CreateTable(c.clone())),

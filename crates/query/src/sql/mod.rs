@@ -80,6 +80,8 @@ pub enum Statement {
     Session(Box<ast::Statement>),
     /// A statement DataFusion plans as it is (`SHOW TABLES`, `SHOW COLUMNS`, catalog queries).
     Plan(Box<DfStatement>),
+    /// A PromQL query with its steps (the Prometheus HTTP API builds it: [`crate::promql`]).
+    PromQl(Box<crate::promql::PromQuery>),
 }
 
 /// A query and the Tempora clauses that were cut out of it.
@@ -103,6 +105,7 @@ impl Statement {
         match self {
             Statement::Query(_)
             | Statement::Plan(_)
+            | Statement::PromQl(_)
             | Statement::Explain(_)
             | Statement::Show(_) => "SELECT",
             Statement::Insert(_) => "INSERT",

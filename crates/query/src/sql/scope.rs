@@ -46,6 +46,8 @@ pub fn databases(stmt: &Statement, db: &str) -> Scope {
             DfStatement::Statement(s) => with(relations(&**s, db), db),
             _ => one(db),
         },
+        // PromQL reads the metrics of the session's database.
+        Statement::PromQl(_) => one(db),
         Statement::Show(Show::Databases) => Scope::None,
         Statement::Show(Show::TagValues { table: t, .. } | Show::Describe(t)) => table(t),
         Statement::CreateDatabase(c) => one(&c.name),

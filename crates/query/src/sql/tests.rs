@@ -32,6 +32,7 @@ fn kind(s: &Statement) -> String {
         Statement::Model(m) => format!("model {}", Statement::Model(m.clone()).tag()),
         Statement::Plan(_) => "plan".into(),
         Statement::Token(t) => format!("token {}", Statement::Token(t.clone()).tag()),
+        Statement::PromQl(q) => format!("promql {}", q.text),
     }
 }
 

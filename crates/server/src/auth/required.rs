@@ -61,7 +61,9 @@ pub fn for_endpoint(e: Endpoint) -> Option<Permission> {
 pub fn for_statement(s: &Statement) -> Option<Permission> {
     use Permission::*;
     match s {
-        Statement::Query(_) | Statement::Show(_) | Statement::Plan(_) => Some(Read),
+        Statement::Query(_) | Statement::Show(_) | Statement::Plan(_) | Statement::PromQl(_) => {
+            Some(Read)
+        }
         Statement::Explain(e) => for_statement(&e.statement).map(|p| p.max(Read)),
         Statement::Insert(_) | Statement::Delete(_) | Statement::Update(_) => Some(Write),
         Statement::Model(ModelStatement::Show | ModelStatement::Describe { .. }) => Some(Read),

@@ -1,0 +1,366 @@
+//! Binary operators: arithmetic (`+ - * / % ^ atan2`), comparisons (filters, or 0/1 with
+//! `bool`) and the set operators `and`, `or`, `unless`.
+//!
+//! - scalar ∘ scalar: folded when both are constants, else a join on `__ts`.
+//! - vector ∘ scalar: a projection (arithmetic) or a filter (comparison); the vector's value is
+//!   kept by a comparison whichever side it is on.
+//! - vector ∘ vector: a join of the two on their signature (the `on(…)` labels, or every label
+//!   but `ignoring(…)` ones and `__name__`) and `__ts`, absent labels equal to absent ones.
+//!   The result has the "many" side's labels (`on` keeps only those, `ignoring` drops those,
+//!   `group_left/right(…)` copies the listed ones from the "one" side); arithmetic and `bool`
+//!   drop `__name__`. `and`/`unless` are semi/anti joins; `or` adds the right side's rows
+//!   whose signature the left lacks at that step.
+//!
+//! Comparisons follow IEEE as Go does (a NaN compares unequal to everything); SQL's ordering
+//! puts NaN above every number, so each comparison is guarded.
+
+use std::collections::BTreeSet;
+
+use datafusion::common::{Column, JoinType, NullEquality, ScalarValue};
+use datafusion::functions::expr_fn::isnan;
+use datafusion::functions::math::expr_fn::{atan2, power};
+use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder, lit, when};
+use promql_parser::parser::{BinaryExpr, LabelModifier, VectorMatchCardinality};
+
+use super::{ALL, Context, Scalar, Value, Vector, align, bad, column, expr, without_name};
+use crate::error::Result;
+use crate::promql::scan::{NAME, TS, VALUE};
+
+/// `a op b` for an arithmetic operator.
+fn arith(op: &str, a: Expr, b: Expr) -> Result<Expr> {
+    Ok(match op {
+        "+" => a + b,
+        "-" => a - b,
+        "*" => a * b,
+        "/" => a / b,
+        "%" => a % b,
+        "^" => power(a, b),
+        "atan2" => atan2(a, b),
+        other => return Err(bad(format!("operator {other:?} is not arithmetic"))),
+    })
+}
+
+/// `a op b` for a comparison, false when either is NaN (true for `!=`).
+fn compare(op: &str, a: Expr, b: Expr) -> Result<Expr> {
+    let nan = isnan(a.clone()).or(isnan(b.clone()));
+    Ok(match op {
+        "!=" => a.not_eq(b).or(nan.clone()),
+        "==" => a.eq(b).and(!nan.clone()),
+        ">" => a.gt(b).and(!nan.clone()),
+        "<" => a.lt(b).and(!nan.clone()),
+        ">=" => a.gt_eq(b).and(!nan.clone()),
+        "<=" => a.lt_eq(b).and(!nan.clone()),
+        other => return Err(bad(format!("operator {other:?} is not a comparison"))),
+    })
+}
+
+fn is_comparison(op: &str) -> bool {
+    matches!(op, "==" | "!=" | ">" | "<" | ">=" | "<=")
+}
+
+fn fold(op: &str, a: f64, b: f64) -> f64 {
+    match op {
+        "+" => a + b,
+        "-" => a - b,
+        "*" => a * b,
+        "/" => a / b,
+        "%" => a % b,
+        "^" => a.powf(b),
+        "atan2" => a.atan2(b),
+        "==" => f64::from(a == b),
+        "!=" => f64::from(a != b),
+        ">" => f64::from(a > b),
+        "<" => f64::from(a < b),
+        ">=" => f64::from(a >= b),
+        "<=" => f64::from(a <= b),
+        _ => f64::NAN,
+    }
+}
+
+pub fn plan(cx: &Context, b: &BinaryExpr, _need: &super::Need) -> Result<Value> {
+    let op = b.op.to_string();
+    let return_bool = b.modifier.as_ref().is_some_and(|m| m.return_bool);
+    let lhs = expr(cx, &b.lhs, &ALL)?;
+    let rhs = expr(cx, &b.rhs, &ALL)?;
+    match (lhs, rhs) {
+        (Value::Scalar(l), Value::Scalar(r)) => scalars(cx, &op, l, r).map(Value::Scalar),
+        (Value::Vector(v), Value::Scalar(s)) => {
+            vector_scalar(&op, v, s, false, return_bool).map(Value::Vector)
+        }
+        (Value::Scalar(s), Value::Vector(v)) => {
+            vector_scalar(&op, v, s, true, return_bool).map(Value::Vector)
+        }
+        (Value::Vector(l), Value::Vector(r)) => {
+            vectors(&op, l, r, b, return_bool).map(Value::Vector)
+        }
+        _ => Err(bad(format!(
+            "binary expression must contain only scalar and instant vector types (operator {op})"
+        ))),
+    }
+}
+
+fn scalars(cx: &Context, op: &str, l: Scalar, r: Scalar) -> Result<Scalar> {
+    if let (Scalar::Const(a), Scalar::Const(b)) = (&l, &r) {
+        return Ok(Scalar::Const(fold(op, *a, *b)));
+    }
+    let (joined, a, b) = scalar_join(cx, l, r)?;
+    let value = if is_comparison(op) {
+        when(compare(op, a, b)?, lit(1.0)).otherwise(lit(0.0))?
+    } else {
+        arith(op, a, b)?
+    };
+    Ok(Scalar::Steps(
+        LogicalPlanBuilder::from(joined)
+            .project(vec![column(TS), value.alias(VALUE)])?
+            .build()?,
+    ))
+}
+
+/// Two scalars side by side per step: the plan and the expressions of their values.
+fn scalar_join(cx: &Context, l: Scalar, r: Scalar) -> Result<(LogicalPlan, Expr, Expr)> {
+    let left = super::scalar_rows(cx, l)?;
+    let right = renamed_scalar(super::scalar_rows(cx, r)?)?;
+    let plan = LogicalPlanBuilder::from(left)
+        .join(right, JoinType::Inner, (vec![TS], vec!["__sts"]), None)?
+        .build()?;
+    Ok((plan, column(VALUE), column("__svalue")))
+}
+
+/// A scalar's rows as `(__sts, __svalue)`, to sit beside a vector's.
+fn renamed_scalar(plan: LogicalPlan) -> Result<LogicalPlan> {
+    Ok(LogicalPlanBuilder::from(plan)
+        .project(vec![
+            column(TS).alias("__sts"),
+            column(VALUE).alias("__svalue"),
+        ])?
+        .build()?)
+}
+
+/// `v op s` (or `s op v` when `swapped`).
+fn vector_scalar(
+    op: &str,
+    v: Vector,
+    s: Scalar,
+    swapped: bool,
+    return_bool: bool,
+) -> Result<Vector> {
+    if matches!(op, "and" | "or" | "unless") {
+        return Err(bad(format!(
+            "set operator {op:?} not allowed in binary scalar expression"
+        )));
+    }
+    let (plan, scalar) = match s {
+        Scalar::Const(c) => (v.plan, lit(c)),
+        Scalar::Steps(p) => {
+            let plan = LogicalPlanBuilder::from(v.plan)
+                .join(
+                    renamed_scalar(p)?,
+                    JoinType::Inner,
+                    (vec![TS], vec!["__sts"]),
+                    None,
+                )?
+                .build()?;
+            (plan, column("__svalue"))
+        }
+    };
+    let (a, b) = if swapped {
+        (scalar, column(VALUE))
+    } else {
+        (column(VALUE), scalar)
+    };
+    if is_comparison(op) {
+        let cond = compare(op, a, b)?;
+        if return_bool {
+            let labels = without_name(&v.labels);
+            let value = when(cond, lit(1.0)).otherwise(lit(0.0))?;
+            return Ok(Vector {
+                plan: super::map_value(plan, &labels, value)?,
+                labels,
+            });
+        }
+        let plan = LogicalPlanBuilder::from(plan).filter(cond)?.build()?;
+        return Ok(Vector {
+            plan: super::map_value(plan, &v.labels, column(VALUE))?,
+            labels: v.labels,
+        });
+    }
+    let labels = without_name(&v.labels);
+    Ok(Vector {
+        plan: super::map_value(plan, &labels, arith(op, a, b)?)?,
+        labels,
+    })
+}
+
+fn qualified(side: &str, name: &str) -> Expr {
+    Expr::Column(Column::new(Some(side), name))
+}
+
+/// A vector's plan with `extra` label columns added as nulls, under the alias `side`.
+fn side(v: &Vector, labels: &[String], alias: &str) -> Result<LogicalPlan> {
+    Ok(
+        LogicalPlanBuilder::from(align(v.plan.clone(), &v.labels, labels)?)
+            .alias(alias)?
+            .build()?,
+    )
+}
+
+fn vectors(op: &str, l: Vector, r: Vector, b: &BinaryExpr, return_bool: bool) -> Result<Vector> {
+    let modifier = b.modifier.as_ref();
+    let card = modifier.map_or(VectorMatchCardinality::OneToOne, |m| m.card.clone());
+    let matching = modifier.and_then(|m| m.matching.clone());
+    let union: BTreeSet<String> = l.labels.iter().chain(&r.labels).cloned().collect();
+    let signature: Vec<String> = match &matching {
+        Some(LabelModifier::Include(on)) => on
+            .labels
+            .iter()
+            .cloned()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect(),
+        Some(LabelModifier::Exclude(ignoring)) => union
+            .iter()
+            .filter(|x| *x != NAME && !ignoring.labels.contains(x))
+            .cloned()
+            .collect(),
+        None => union.iter().filter(|x| *x != NAME).cloned().collect(),
+    };
+    // Each side with every signature label (absent ones as null).
+    let with_sig = |v: &Vector| -> Vec<String> {
+        v.labels
+            .iter()
+            .chain(&signature)
+            .cloned()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect()
+    };
+    let (l_labels, r_labels) = (with_sig(&l), with_sig(&r));
+    let left = side(&l, &l_labels, "l")?;
+    let right = side(&r, &r_labels, "r")?;
+    let mut keys: Vec<Column> = signature
+        .iter()
+        .map(|s| Column::new(Some("l"), s))
+        .collect();
+    keys.push(Column::new(Some("l"), TS));
+    let mut rkeys: Vec<Column> = signature
+        .iter()
+        .map(|s| Column::new(Some("r"), s))
+        .collect();
+    rkeys.push(Column::new(Some("r"), TS));
+    let join = |left: LogicalPlan, right: LogicalPlan, t: JoinType| -> Result<LogicalPlan> {
+        Ok(LogicalPlanBuilder::from(left)
+            .join_detailed(
+                right,
+                t,
+                (keys.clone(), rkeys.clone()),
+                None,
+                NullEquality::NullEqualsNull,
+            )?
+            .build()?)
+    };
+    let unqualify = |plan: LogicalPlan, labels: &[String], from: &str| -> Result<LogicalPlan> {
+        let mut exprs: Vec<Expr> = labels.iter().map(|x| qualified(from, x).alias(x)).collect();
+        exprs.push(qualified(from, TS).alias(TS));
+        exprs.push(qualified(from, VALUE).alias(VALUE));
+        Ok(LogicalPlanBuilder::from(plan).project(exprs)?.build()?)
+    };
+    match op {
+        "and" | "unless" => {
+            let t = if op == "and" {
+                JoinType::LeftSemi
+            } else {
+                JoinType::LeftAnti
+            };
+            let plan = unqualify(join(left, right, t)?, &l.labels, "l")?;
+            return Ok(Vector {
+                plan,
+                labels: l.labels,
+            });
+        }
+        "or" => {
+            // The right rows whose signature the left lacks at that step.
+            let flipped = {
+                let rk = keys.clone();
+                let lk = rkeys.clone();
+                LogicalPlanBuilder::from(right)
+                    .join_detailed(
+                        left,
+                        JoinType::LeftAnti,
+                        (lk, rk),
+                        None,
+                        NullEquality::NullEqualsNull,
+                    )?
+                    .build()?
+            };
+            let extra = Vector {
+                plan: unqualify(flipped, &r.labels, "r")?,
+                labels: r.labels.clone(),
+            };
+            let left_only = Vector {
+                plan: l.plan,
+                labels: l.labels,
+            };
+            return Ok(super::union(vec![left_only, extra])?.expect("two parts"));
+        }
+        _ => {}
+    }
+    let comparison = is_comparison(op);
+    let joined = join(left, right, JoinType::Inner)?;
+    let (many, one) = match card {
+        VectorMatchCardinality::OneToMany(_) => ("r", "l"),
+        _ => ("l", "r"),
+    };
+    let many_labels = if many == "l" { &l.labels } else { &r.labels };
+    let one_labels = if one == "l" { &l.labels } else { &r.labels };
+    // The result's labels, as Prometheus's resultMetric builds them.
+    let mut labels: BTreeSet<String> = many_labels.iter().cloned().collect();
+    if !comparison || return_bool {
+        labels.remove(NAME);
+    }
+    if matches!(card, VectorMatchCardinality::OneToOne) {
+        match &matching {
+            Some(LabelModifier::Include(on)) => labels.retain(|x| on.labels.contains(x)),
+            Some(LabelModifier::Exclude(ignoring)) => {
+                labels.retain(|x| !ignoring.labels.contains(x))
+            }
+            None => {}
+        }
+    }
+    let include: Vec<String> = card
+        .labels()
+        .map(|ls| ls.labels.clone())
+        .unwrap_or_default();
+    labels.extend(include.iter().cloned());
+    let labels: Vec<String> = labels.into_iter().collect();
+    let mut exprs: Vec<Expr> = labels
+        .iter()
+        .map(|x| {
+            if include.contains(x) {
+                if one_labels.contains(x) {
+                    qualified(one, x).alias(x)
+                } else {
+                    lit(ScalarValue::Utf8(None)).alias(x)
+                }
+            } else {
+                qualified(many, x).alias(x)
+            }
+        })
+        .collect();
+    exprs.push(qualified("l", TS).alias(TS));
+    let (a, bv) = (qualified("l", VALUE), qualified("r", VALUE));
+    let mut plan = joined;
+    let value = if comparison {
+        let cond = compare(op, a.clone(), bv)?;
+        if return_bool {
+            when(cond, lit(1.0)).otherwise(lit(0.0))?
+        } else {
+            plan = LogicalPlanBuilder::from(plan).filter(cond)?.build()?;
+            a
+        }
+    } else {
+        arith(op, a, bv)?
+    };
+    exprs.push(value.alias(VALUE));
+    let plan = LogicalPlanBuilder::from(plan).project(exprs)?.build()?;
+    Ok(Vector { plan, labels })
+}
