@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the end-to-end tests call, on a Debian machine (root): curl, psql, gzip,
 # python3 with pyarrow, duckdb, psycopg, influxdb-client, cryptography (TLS test certificates),
-# playwright (the console test, with Debian's chromium-headless-shell), Prometheus, influx and
+# playwright (the console test, with Debian's chromium-headless-shell), Prometheus with its
+# node exporter and promtool, influx and
 # Python's influxdb (InfluxQL), matplotlib
 # (bench/report.py) and
 # pandas (bench/test_compression.py),
@@ -21,6 +22,8 @@ command -v java >/dev/null || need_apt+=(openjdk-17-jdk-headless)
 [ -x /usr/bin/chromium-headless-shell ] || need_apt+=(chromium-headless-shell)
 # A real Prometheus (2.42) remote-writing into Tempora.
 command -v prometheus >/dev/null || need_apt+=(prometheus)
+# A node exporter for Prometheus to scrape (the PromQL comparison's data).
+command -v prometheus-node-exporter >/dev/null || need_apt+=(prometheus-node-exporter)
 # InfluxDB 1.x's shell (the InfluxQL test).
 command -v influx >/dev/null || need_apt+=(influxdb-client)
 if [ ${#need_apt[@]} -gt 0 ]; then

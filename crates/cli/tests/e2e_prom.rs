@@ -5,7 +5,7 @@
 mod common;
 
 use common::{Server, post_args};
-use tempora_server::prom_write::encode;
+use tempora_server::prom::proto::encode;
 
 fn send(s: &Server, path: &str, raw: &[u8], dir: &std::path::Path) -> (String, String) {
     let body = snap::raw::Encoder::new().compress_vec(raw).unwrap();

@@ -213,7 +213,7 @@ pub async fn query(
     }
 }
 
-fn url_pairs(s: &str) -> impl Iterator<Item = (String, String)> + '_ {
+pub(crate) fn url_pairs(s: &str) -> impl Iterator<Item = (String, String)> + '_ {
     s.split('&').filter_map(|kv| {
         let (k, v) = kv.split_once('=')?;
         Some((percent_decode(k), percent_decode(v)))

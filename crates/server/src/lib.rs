@@ -30,7 +30,7 @@ pub mod pg_prepared;
 pub mod pg_shapes;
 pub mod pg_show;
 pub mod pg_startup;
-pub mod prom_write;
+pub mod prom;
 pub mod retention;
 pub mod sql_http;
 pub mod state;
@@ -69,8 +69,35 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/v1/sql", get(sql_http::sql).post(sql_http::sql))
         .route("/api/v1/import", post(import::import))
         .route("/api/v1/ingest/json", post(json_ingest::ingest))
-        .route("/api/v1/prom/write", post(prom_write::write))
-        .route("/api/v1/write", post(prom_write::write))
+        .route("/api/v1/prom/write", post(prom::write::write))
+        .route("/api/v1/write", post(prom::write::write))
+        .route("/api/v1/prom/read", post(prom::read::read))
+        .route("/api/v1/read", post(prom::read::read))
+        .route(
+            "/api/v1/query",
+            get(prom::api::query).post(prom::api::query),
+        )
+        .route(
+            "/api/v1/query_range",
+            get(prom::api::query_range).post(prom::api::query_range),
+        )
+        .route(
+            "/api/v1/series",
+            get(prom::api::series).post(prom::api::series),
+        )
+        .route(
+            "/api/v1/labels",
+            get(prom::api::labels).post(prom::api::labels),
+        )
+        .route("/api/v1/label/{name}/values", get(prom::api::label_values))
+        .route("/api/v1/status/buildinfo", get(prom::api::buildinfo))
+        .route("/api/v1/metadata", get(prom::api::metadata))
+        .route(
+            "/api/v1/query_exemplars",
+            get(prom::api::exemplars).post(prom::api::exemplars),
+        )
+        .route("/api/v1/rules", get(prom::api::rules))
+        .route("/api/v1/alerts", get(prom::api::alerts))
         .route("/health", get(ops::health))
         .route("/metrics", get(ops::metrics))
         .route("/", get(console::page))

@@ -124,11 +124,12 @@ pub async fn metrics(State(s): State<Arc<AppState>>) -> Response {
     }
     let _ = writeln!(
         out,
-        "# HELP tempora_query_duration_seconds Latency of SQL statements, by protocol.\n# TYPE tempora_query_duration_seconds histogram"
+        "# HELP tempora_query_duration_seconds Latency of queries, by protocol.\n# TYPE tempora_query_duration_seconds histogram"
     );
     for (protocol, h) in [
         ("http", &m.http_query_latency),
         ("postgres", &*m.pg_query_latency),
+        ("promql", &m.promql_latency),
     ] {
         write_histogram(&mut out, "tempora_query_duration_seconds", protocol, h);
     }

@@ -185,6 +185,8 @@ pub struct ServerMetrics {
     pub http_query_latency: Histogram,
     /// Statement latency over the PostgreSQL protocol.
     pub pg_query_latency: Arc<Histogram>,
+    /// PromQL query latency (`/api/v1/query`, `/api/v1/query_range`).
+    pub promql_latency: Histogram,
     pub queries: Arc<QueryGauges>,
 }
 

@@ -23,6 +23,7 @@
 //! Result rows: the labels (sorted by name; null = absent), `__ts` (ms), `__value`.
 
 pub mod functions;
+pub mod meta;
 pub mod names;
 pub mod plan;
 pub mod scan;
@@ -58,6 +59,8 @@ pub struct PromQuery {
     pub lookback: i64,
     /// An instant query (`/api/v1/query`): one step, and a range vector may be the result.
     pub instant: bool,
+    /// A range vector's raw samples keep staleness markers (remote read answers them).
+    pub keep_stale: bool,
 }
 
 /// What a query's answer is, as Prometheus names it.
@@ -178,6 +181,7 @@ pub fn parse(text: &str, steps: Steps, lookback: i64, instant: bool) -> Result<P
         steps,
         lookback,
         instant,
+        keep_stale: false,
     })
 }
 
@@ -189,6 +193,7 @@ pub fn logical_plan(engine: &Arc<Engine>, db: &str, q: &PromQuery) -> Result<Log
         steps: q.steps,
         lookback: q.lookback,
         instant: q.instant,
+        keep_stale: q.keep_stale,
     };
     Ok(match plan::expr(&cx, &q.expr, &plan::ALL)? {
         plan::Value::Vector(v) | plan::Value::Matrix(v) => v.plan,

@@ -40,9 +40,29 @@ pub fn endpoint_of(method: &str, path: &str) -> Endpoint {
             | "/api/v1/write",
         ) => Endpoint::Write,
         (_, "/query" | "/api/v1/sql") => Endpoint::Statements,
+        // Prometheus's query API and remote read: the handler checks read on its database.
+        (_, p) if is_prometheus_read(p) => Endpoint::Statements,
         ("GET", "/api/v2/buckets") => Endpoint::Catalog,
         _ => Endpoint::Admin,
     }
+}
+
+/// Prometheus's read endpoints (query API, listings, remote read, the fixed answers).
+fn is_prometheus_read(path: &str) -> bool {
+    matches!(
+        path,
+        "/api/v1/query"
+            | "/api/v1/query_range"
+            | "/api/v1/series"
+            | "/api/v1/labels"
+            | "/api/v1/read"
+            | "/api/v1/prom/read"
+            | "/api/v1/status/buildinfo"
+            | "/api/v1/metadata"
+            | "/api/v1/query_exemplars"
+            | "/api/v1/rules"
+            | "/api/v1/alerts"
+    ) || (path.starts_with("/api/v1/label/") && path.ends_with("/values"))
 }
 
 /// The permission an endpoint needs before its statements are looked at (`None`: open).

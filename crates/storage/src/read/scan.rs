@@ -249,6 +249,25 @@ impl ScanPlan {
         crate::rollup::read::read_region(&self.reader, &self.regions[i], &want, res, range)
     }
 
+    /// The keys of the series part `i` selects, from the region's index alone (a dense
+    /// table's block is read): series with rows anywhere in the region's time partition, so
+    /// possibly outside the scan's range. Prometheus's series and label listings use it.
+    pub fn series_keys(&self, i: usize) -> Result<Vec<bytes::Bytes>> {
+        if !self.dense.is_empty() {
+            return Ok(self.run(i, self.time)?.keys.to_vec());
+        }
+        let r = &self.regions[i];
+        let index = r.region.index_read()?;
+        let copy = |k: &[u8]| bytes::Bytes::copy_from_slice(k);
+        Ok(match &r.ids {
+            Some(ids) => ids
+                .iter()
+                .filter_map(|id| index.key(tempora_model::SeriesId(id)).map(copy))
+                .collect(),
+            None => index.keys().map(copy).collect(),
+        })
+    }
+
     /// [`ScanPlan::read_run`] over `[start, end)` (within the scan's range) only.
     pub fn read_run_in(&self, i: usize, (start, end): (i64, i64)) -> Result<Option<SortedRun>> {
         let (s, e) = self.time.unwrap_or((i64::MIN, i64::MAX));

@@ -45,6 +45,8 @@ pub struct Context<'a> {
     pub lookback: i64,
     /// Whether this is an instant query (one step): range vectors may be its result.
     pub instant: bool,
+    /// Raw samples keep staleness markers (remote read).
+    pub keep_stale: bool,
 }
 
 impl Context<'_> {
@@ -154,7 +156,7 @@ pub fn expr(cx: &Context, e: &PExpr, need: &Need) -> Result<Value> {
                     "invalid expression type \"range vector\" for range query, must be Scalar or instant Vector",
                 ));
             }
-            selector::raw(cx, ms, need, false).map(Value::Matrix)
+            selector::raw(cx, ms, need, cx.keep_stale).map(Value::Matrix)
         }
         PExpr::Aggregate(a) => aggregate::plan(cx, a, need).map(Value::Vector),
         PExpr::Binary(b) => binary::plan(cx, b, need),

@@ -80,7 +80,7 @@ fn timing(cx: &Context, vs: &VectorSelector) -> Timing {
 
 /// The selector's alternatives (`{a="1" or b="2"}`), each a full list of matchers with the
 /// selector's name as an `__name__` matcher.
-fn alternatives(vs: &VectorSelector) -> Vec<Vec<PMatcher>> {
+pub(crate) fn alternatives(vs: &VectorSelector) -> Vec<Vec<PMatcher>> {
     let mut base = vs.matchers.matchers.clone();
     if let Some(name) = &vs.name {
         base.push(PMatcher::new(MatchOp::Equal, NAME, name));
@@ -96,7 +96,7 @@ fn alternatives(vs: &VectorSelector) -> Vec<Vec<PMatcher>> {
 }
 
 /// The metrics (tables and fields) the `__name__` matchers of one alternative accept.
-fn metrics(cx: &Context, matchers: &[PMatcher]) -> Vec<(Metric, Vec<String>)> {
+pub(crate) fn metrics(cx: &Context, matchers: &[PMatcher]) -> Vec<(Metric, Vec<String>)> {
     let names: Vec<&PMatcher> = matchers.iter().filter(|m| m.name == NAME).collect();
     let table = |t: &str| cx.table(t).map(|(info, _)| info);
     if let Some(eq) = names.iter().find(|m| m.op == MatchOp::Equal) {
@@ -160,7 +160,7 @@ fn decide(m: &PMatcher, tags: &[String]) -> Result<Decided> {
 }
 
 /// The index matcher of one alternative's label matchers for a table (`None`: no series).
-fn table_matcher(matchers: &[PMatcher], tags: &[String]) -> Result<Option<Matcher>> {
+pub(crate) fn table_matcher(matchers: &[PMatcher], tags: &[String]) -> Result<Option<Matcher>> {
     let mut all = Vec::new();
     for m in matchers.iter().filter(|m| m.name != NAME) {
         match decide(m, tags)? {

@@ -25,6 +25,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use tempora_model::{FieldValue, RowBatch, RowBatchBuilder, Timestamp};
 
+use super::proto::{I64, LEN, Reader, VARINT};
 use crate::body::read_body;
 use crate::error::ServerError;
 use crate::state::AppState;
@@ -275,120 +276,10 @@ fn utf8(b: &[u8]) -> Result<&str, String> {
     std::str::from_utf8(b).map_err(|_| "a label is not UTF-8".to_string())
 }
 
-const VARINT: u8 = 0;
-const I64: u8 = 1;
-const LEN: u8 = 2;
-const I32: u8 = 5;
-
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn err(&self, what: &str) -> String {
-        format!("invalid protobuf at byte {}: {what}", self.pos)
-    }
-
-    /// The next field's number and wire type, or `None` at the end.
-    fn key(&mut self) -> Result<Option<(u64, u8)>, String> {
-        if self.pos == self.buf.len() {
-            return Ok(None);
-        }
-        let k = self.varint()?;
-        Ok(Some((k >> 3, (k & 7) as u8)))
-    }
-
-    fn varint(&mut self) -> Result<u64, String> {
-        let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = *self
-                .buf
-                .get(self.pos)
-                .ok_or_else(|| self.err("truncated varint"))?;
-            self.pos += 1;
-            v |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        Err(self.err("varint longer than 10 bytes"))
-    }
-
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        let end = self
-            .pos
-            .checked_add(n)
-            .filter(|&e| e <= self.buf.len())
-            .ok_or_else(|| self.err(&format!("a field of {n} bytes runs past the end")))?;
-        let s = &self.buf[self.pos..end];
-        self.pos = end;
-        Ok(s)
-    }
-
-    fn bytes(&mut self) -> Result<&'a [u8], String> {
-        let n = self.varint()?;
-        self.take(usize::try_from(n).map_err(|_| self.err("length overflows"))?)
-    }
-
-    fn fixed64(&mut self) -> Result<u64, String> {
-        Ok(u64::from_le_bytes(
-            self.take(8)?.try_into().expect("8 bytes"),
-        ))
-    }
-
-    fn skip(&mut self, wire: u8) -> Result<(), String> {
-        match wire {
-            VARINT => self.varint().map(|_| ()),
-            I64 => self.take(8).map(|_| ()),
-            LEN => self.bytes().map(|_| ()),
-            I32 => self.take(4).map(|_| ()),
-            w => Err(self.err(&format!("wire type {w}"))),
-        }
-    }
-}
-
-/// One series to encode: its labels and its (value, millisecond time) samples.
-pub type Series<'a> = (Vec<(&'a str, &'a str)>, Vec<(f64, i64)>);
-
-/// A `WriteRequest` encoder for tests and benchmarks.
-pub fn encode(series: &[Series]) -> Vec<u8> {
-    fn varint(out: &mut Vec<u8>, mut v: u64) {
-        while v >= 0x80 {
-            out.push((v as u8) | 0x80);
-            v >>= 7;
-        }
-        out.push(v as u8);
-    }
-    fn field(out: &mut Vec<u8>, n: u64, body: &[u8]) {
-        varint(out, n << 3 | 2);
-        varint(out, body.len() as u64);
-        out.extend_from_slice(body);
-    }
-    let mut out = Vec::new();
-    for (labels, samples) in series {
-        let mut ts = Vec::new();
-        for (k, v) in labels {
-            let mut l = Vec::new();
-            field(&mut l, 1, k.as_bytes());
-            field(&mut l, 2, v.as_bytes());
-            field(&mut ts, 1, &l);
-        }
-        for (v, t) in samples {
-            let mut s = vec![0x09];
-            s.extend_from_slice(&v.to_bits().to_le_bytes());
-            varint(&mut s, 2 << 3);
-            varint(&mut s, *t as u64);
-            field(&mut ts, 2, &s);
-        }
-        field(&mut out, 1, &ts);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::prom::proto::encode;
 
     #[test]
     fn requests() {
