@@ -16,8 +16,9 @@ use tempora_server::pg_frames::FrameTracker;
 pub type Target = (&'static str, fn(&[u8]));
 
 /// Every target, by the name of its `fuzz/` binary.
-pub const TARGETS: [Target; 10] = [
+pub const TARGETS: [Target; 11] = [
     ("lineproto", lineproto),
+    ("prometheus", prometheus),
     ("influxql", influxql),
     ("csv_import", csv_import),
     ("sql", sql),
@@ -88,6 +89,56 @@ pub fn influxql(data: &[u8]) {
             let _ = tempora_query::sql::parse(&t.sql);
         }
     }
+}
+
+/// Prometheus's inputs: the bytes as a remote write and as a remote read body (after
+/// snappy), and as PromQL text through the bounds check, the parser and the planner over a
+/// small catalog (`up`, `cpu` with two fields, `latency_bucket`). Plans are made, not run.
+pub fn prometheus(data: &[u8]) {
+    use tempora_query::promql::{self, Steps};
+    let _ = tempora_server::prom::write::decode(data, 1 << 20);
+    let _ = tempora_server::prom::read::decode(data);
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    const T: i64 = 1_700_000_000_000;
+    let steps = Steps::range(T, T + 3_600_000, 60_000).expect("a valid grid");
+    for instant in [false, true] {
+        let steps = if instant { Steps::instant(T) } else { steps };
+        if let Ok(q) = promql::parse(text, steps, promql::DEFAULT_LOOKBACK_MS, instant) {
+            let _ = promql::logical_plan(prom_engine(), "db", &q);
+        }
+    }
+}
+
+/// The catalog PromQL is planned over (made once).
+fn prom_engine() -> &'static std::sync::Arc<tempora_storage::Engine> {
+    static ENGINE: std::sync::OnceLock<std::sync::Arc<tempora_storage::Engine>> =
+        std::sync::OnceLock::new();
+    ENGINE.get_or_init(|| {
+        let (io, _) = tempora_storage::EngineIo::memory();
+        let engine = std::sync::Arc::new(
+            tempora_storage::Engine::open(tempora_storage::EngineOptions::default(), io)
+                .expect("an in-memory engine opens"),
+        );
+        let dbs = std::sync::Arc::new(
+            tempora_query::catalog::Databases::open(engine.clone(), None).expect("catalog"),
+        );
+        dbs.create("db").expect("database");
+        let q = tempora_query::QueryService::new(dbs, Default::default()).expect("service");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        for sql in [
+            "CREATE TABLE up (job TAG, instance TAG, value DOUBLE)",
+            "CREATE TABLE cpu (host TAG, usage_user DOUBLE, usage_system DOUBLE)",
+            "CREATE TABLE latency_bucket (le TAG, job TAG, value DOUBLE)",
+        ] {
+            rt.block_on(q.sql("db", sql, 0)).expect("a table");
+        }
+        engine
+    })
 }
 
 /// The PostgreSQL port: start-up then extended-protocol messages through pgwire's decoder

@@ -96,6 +96,22 @@ fn seeds(target: &str) -> Vec<Vec<u8>> {
         .iter()
         .map(|s| s.as_bytes().to_vec())
         .collect(),
+        "prometheus" => {
+            let mut v: Vec<Vec<u8>> = [
+                r#"sum by (job) (rate(up{job=~"a.*", instance!=""}[5m] offset 1m))"#,
+                "histogram_quantile(0.9, sum by (le) (rate(latency_bucket[5m]))) > bool 0.5",
+                r#"topk(3, cpu_usage_user) / on(host) group_left cpu_usage_system or absent(x{a="b"})"#,
+                r#"label_replace(up, "h", "$1", "instance", "(.*):.*") @ 1700000000 + time()"#,
+            ]
+            .iter()
+            .map(|s| s.as_bytes().to_vec())
+            .collect();
+            v.push(tempora_server::prom::proto::encode(&[(
+                vec![("__name__", "up"), ("job", "a")],
+                vec![(1.0, 1_700_000_000_000)],
+            )]));
+            v
+        }
         "pg_messages" => {
             let mut stream = startup_message();
             stream.extend(parse_message(sql[0]));

@@ -1,0 +1,3 @@
+//! libFuzzer over `tempora_fuzzing::prometheus` (crates/fuzzing: what it reads and why).
+#![no_main]
+libfuzzer_sys::fuzz_target!(|data: &[u8]| tempora_fuzzing::prometheus(data));
