@@ -1,5 +1,7 @@
 //! The loader: line protocol from a reader, cut into batches of whole lines, sent by
-//! `workers` threads over HTTP (optionally gzipped) to any InfluxDB-compatible write URL.
+//! `workers` threads over HTTP (optionally gzipped) to any InfluxDB-compatible write URL; or
+//! bodies prepared whole (Prometheus remote-write requests, [`load_bodies`]), one request
+//! each, with the headers their protocol needs.
 //!
 //! With `max_duration`, reading stops at the first whole batch after that time, so a run has a
 //! fixed length whatever the input's size.
@@ -27,6 +29,14 @@ pub struct LoadOptions {
     pub max_duration: Option<Duration>,
     /// Sent as `Authorization: Token …` when the server requires a token.
     pub token: Option<String>,
+    /// Extra headers of every request (remote write: `Content-Encoding: snappy` …).
+    pub headers: Vec<(String, String)>,
+}
+
+/// A request body prepared whole, and the rows (samples) it holds.
+pub struct Body {
+    pub bytes: Vec<u8>,
+    pub rows: u64,
 }
 
 /// Counters while loading (shared with the progress callback).
@@ -99,11 +109,46 @@ struct Batch {
 /// Loads everything `input` holds; `tick` is called about once a second with the counters
 /// and the time since the start.
 pub fn load(
-    input: impl BufRead,
+    input: impl BufRead + Send,
     opts: &LoadOptions,
     tick: impl Fn(&Progress, Duration) + Sync,
 ) -> Result<LoadReport, LoadError> {
-    if opts.workers == 0 || opts.batch_lines == 0 {
+    if opts.batch_lines == 0 {
+        return Err(LoadError::Option("workers and batch size must be positive"));
+    }
+    drive(opts, tick, |tx, deadline| {
+        read_batches(input, opts.batch_lines, deadline, tx)
+    })
+}
+
+/// Sends each body as one request (in order, over `workers` connections).
+pub fn load_bodies(
+    bodies: Vec<Body>,
+    opts: &LoadOptions,
+    tick: impl Fn(&Progress, Duration) + Sync,
+) -> Result<LoadReport, LoadError> {
+    drive(opts, tick, |tx, deadline| {
+        for b in bodies {
+            let batch = Batch {
+                body: b.bytes,
+                rows: b.rows,
+                values: b.rows,
+            };
+            if tx.send(batch).is_err() || deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Runs the workers and the ticker while `produce` hands them batches.
+fn drive(
+    opts: &LoadOptions,
+    tick: impl Fn(&Progress, Duration) + Sync,
+    produce: impl FnOnce(&crossbeam::channel::Sender<Batch>, Option<Instant>) -> Result<(), LoadError>,
+) -> Result<LoadReport, LoadError> {
+    if opts.workers == 0 {
         return Err(LoadError::Option("workers and batch size must be positive"));
     }
     let progress = Arc::new(Progress::default());
@@ -129,7 +174,7 @@ pub fn load(
             }
         });
         let deadline = opts.max_duration.map(|d| started + d);
-        let r = read_batches(input, opts.batch_lines, deadline, &tx);
+        let r = produce(&tx, deadline);
         drop(tx);
         for w in workers {
             w.join().expect("loader worker");
@@ -225,6 +270,9 @@ fn worker(
             }
             if opts.gzip {
                 req = req.header("Content-Encoding", "gzip");
+            }
+            for (k, v) in &opts.headers {
+                req = req.header(k, v);
             }
             match req.send(&body[..]) {
                 Ok(r) if r.status().is_success() => break Ok(()),

@@ -1,4 +1,5 @@
-//! `tempora bench gen` (TSBS-shaped data) and `tempora bench load` (line protocol over HTTP).
+//! `tempora bench gen` (TSBS-shaped data), `tempora bench load` (line protocol or captured
+//! Prometheus remote writes over HTTP) and `tempora bench capture` ([`crate::prom_bench`]).
 
 use std::io::{BufRead, BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
@@ -15,8 +16,11 @@ type Res<T> = Result<T, Box<dyn std::error::Error>>;
 pub enum BenchCmd {
     /// Generates deterministic TSBS data: cpu-only, devops or iot (streams; any scale).
     Gen(GenArgs),
-    /// Loads line protocol over HTTP with concurrent workers; prints rows/s.
+    /// Loads line protocol (or captured remote writes) over HTTP with concurrent workers;
+    /// prints rows/s.
     Load(LoadArgs),
+    /// Records the remote-write requests a Prometheus sends, for `load --format prom-rw`.
+    Capture(crate::prom_bench::CaptureArgs),
     /// Times each stage of one query (parse, prepare, bind, physical plan, execute) over a
     /// data directory written by the server (stop the server first: the engine locks it).
     PlanTime(PlanTimeArgs),
@@ -65,8 +69,16 @@ pub struct GenArgs {
 
 #[derive(clap::Args)]
 pub struct LoadArgs {
-    /// Line-protocol file (default: standard input).
+    /// Line-protocol file (default: standard input), or with `--format prom-rw` a capture of
+    /// `tempora bench capture`.
     file: Option<PathBuf>,
+    /// `lp`: line protocol in batches of `--batch` lines; `prom-rw`: each captured
+    /// remote-write request sent as it was (rows are samples).
+    #[arg(long, default_value = "lp", value_parser = ["lp", "prom-rw"])]
+    format: String,
+    /// prom-rw: replay the capture this many times, each copy's timestamps after the last's.
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
     /// Write URL: Tempora or InfluxDB `http://H:8086/write?db=D`, QuestDB `http://H:9000/write`.
     #[arg(long, default_value = "http://127.0.0.1:8086/write?db=benchmark")]
     url: String,
@@ -99,6 +111,7 @@ pub fn run(cmd: BenchCmd) -> Res<()> {
     match cmd {
         BenchCmd::Gen(a) => gen_cmd(a),
         BenchCmd::Load(a) => load_cmd(a),
+        BenchCmd::Capture(a) => crate::prom_bench::capture_cmd(a),
         BenchCmd::PlanTime(a) => plan_time_cmd(a),
     }
 }
@@ -187,12 +200,19 @@ fn load_cmd(a: LoadArgs) -> Res<()> {
     {
         return Err(format!("--max-secs must be a positive number of seconds, not {s}").into());
     }
-    let input: Box<dyn BufRead> = match &a.file {
+    let prom = a.format == "prom-rw";
+    let bodies = match (&a.file, prom) {
+        (Some(p), true) => Some(crate::prom_bench::bodies(p, a.repeat)?),
+        (None, true) => return Err("--format prom-rw reads a capture file: name it".into()),
+        _ => None,
+    };
+    let input: Box<dyn BufRead + Send> = match &a.file {
+        _ if prom => Box::new(std::io::empty()),
         Some(p) => Box::new(std::io::BufReader::with_capacity(
             1 << 20,
             std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()))?,
         )),
-        None => Box::new(std::io::stdin().lock()),
+        None => Box::new(std::io::BufReader::new(std::io::stdin())),
     };
     let opts = LoadOptions {
         url: a.url.clone(),
@@ -202,11 +222,16 @@ fn load_cmd(a: LoadArgs) -> Res<()> {
         max_retries: 100,
         max_duration: a.max_secs.map(std::time::Duration::from_secs_f64),
         token: a.token.clone(),
+        headers: if prom {
+            crate::prom_bench::headers()
+        } else {
+            Vec::new()
+        },
     };
     let live = std::io::stderr().is_terminal();
     // Throughput of each interval between ticks: (seconds since the start, rows/s).
     let samples = std::sync::Mutex::new((0u64, 0f64, Vec::<(f64, f64)>::new()));
-    let r = load(input, &opts, |p, t| {
+    let tick = |p: &tempora_bench::load::Progress, t: std::time::Duration| {
         let rows = p.rows.load(std::sync::atomic::Ordering::Relaxed);
         let values = p.values.load(std::sync::atomic::Ordering::Relaxed);
         let secs = t.as_secs_f64().max(1e-9);
@@ -228,7 +253,11 @@ fn load_cmd(a: LoadArgs) -> Res<()> {
         } else {
             eprintln!("{msg}");
         }
-    })?;
+    };
+    let r = match bodies {
+        Some(b) => tempora_bench::load::load_bodies(b, &opts, tick)?,
+        None => load(input, &opts, tick)?,
+    };
     if live {
         eprintln!();
     }

@@ -4,6 +4,7 @@
 mod bench;
 mod check;
 mod client;
+mod prom_bench;
 mod token;
 
 /// mimalloc keeps freed pages for reuse: a query's column buffers (megabytes, allocated and

@@ -205,6 +205,9 @@ c = InfluxDBClient('127.0.0.1', {port}, database='telegraf')
 print(sorted(m['name'] for m in c.get_list_measurements()))
 r = c.query("SELECT last(usage) AS u FROM cpu GROUP BY host", epoch='s')
 print([(k[1]['host'], list(p)) for k, p in r.items()])
+# Chunked: two points a chunk, merged back by the client.
+r = c.query("SELECT usage FROM cpu WHERE host = 'a'", epoch='s', chunked=True, chunk_size=2)
+print([p['usage'] for rs in r for p in rs.get_points()])
 "#,
         port = s.http.rsplit(':').next().unwrap()
     );
@@ -212,8 +215,54 @@ print([(k[1]['host'], list(p)) for k, p in r.items()])
     assert_eq!(
         out,
         format!(
-            "['cpu', 'mem']\n[('a', [{{'time': {t}, 'u': 15}}]), ('b', [{{'time': {t}, 'u': 55}}])]\n",
+            "['cpu', 'mem']\n[('a', [{{'time': {t}, 'u': 15}}]), ('b', [{{'time': {t}, 'u': 55}}])]\n\
+             [10, 11, 12, 13, 14, 15]\n",
             t = T0 + 300
+        )
+    );
+    // The chunks themselves: JSON lines of at most chunk_size points, partial until the last.
+    let out = curl(&[
+        "-sG",
+        &s.url("/query"),
+        "--data-urlencode",
+        "db=telegraf",
+        "--data-urlencode",
+        "q=SELECT usage FROM cpu WHERE host = 'a'",
+        "--data-urlencode",
+        "chunked=true",
+        "--data-urlencode",
+        "chunk_size=4",
+    ]);
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["results"][0]["series"][0]["partial"], true);
+    assert_eq!(
+        lines[1]["results"][0]["series"][0]["values"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    // CSV, as InfluxDB writes it for `Accept: application/csv`.
+    let out = curl(&[
+        "-sG",
+        &s.url("/query"),
+        "-H",
+        "Accept: application/csv",
+        "--data-urlencode",
+        "db=telegraf",
+        "--data-urlencode",
+        "q=SELECT usage FROM cpu WHERE host = 'a' LIMIT 2; SHOW MEASUREMENTS",
+    ]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!(
+            "name,tags,time,usage\ncpu,,{}000000000,10\ncpu,,{}000000000,11\n\nname,tags,name\nmeasurements,,cpu\nmeasurements,,mem\n",
+            T0,
+            T0 + 60
         )
     );
     s.stop();

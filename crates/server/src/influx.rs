@@ -207,8 +207,37 @@ pub async fn query(
         }
     }
     let q = p.get("q").cloned().unwrap_or_default();
+    let csv = crate::influxql_format::wants_csv(
+        headers
+            .get(axum::http::header::ACCEPT)
+            .and_then(|v| v.to_str().ok()),
+    );
+    let chunk = (p.get("chunked").map(String::as_str) == Some("true")).then(|| {
+        p.get("chunk_size")
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or(crate::influxql_format::DEFAULT_CHUNK_SIZE)
+    });
     match influxql(&s, &who, &q, &p).await {
-        Ok(results) => axum::Json(json!({ "results": results })).into_response(),
+        Ok(results) if csv => (
+            [(axum::http::header::CONTENT_TYPE, "text/csv")],
+            crate::influxql_format::csv(&results),
+        )
+            .into_response(),
+        Ok(results) => match chunk {
+            Some(size) => (
+                [(axum::http::header::CONTENT_TYPE, "application/json")],
+                crate::influxql_format::chunked(&results, size),
+            )
+                .into_response(),
+            None => axum::Json(json!({ "results": results })).into_response(),
+        },
+        Err(e) if csv => (
+            e.status(),
+            [(axum::http::header::CONTENT_TYPE, "text/csv")],
+            format!("error\n{}\n", e),
+        )
+            .into_response(),
         Err(e) => (e.status(), axum::Json(json!({ "error": e.to_string() }))).into_response(),
     }
 }

@@ -16,6 +16,7 @@ pub mod csv_import;
 pub mod error;
 pub mod import;
 pub mod influx;
+pub mod influxql_format;
 pub mod influxql_http;
 pub mod json_ingest;
 pub mod memory;

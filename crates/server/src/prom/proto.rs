@@ -127,3 +127,99 @@ pub fn encode(series: &[Series]) -> Vec<u8> {
     }
     out
 }
+
+/// A series decoded whole: labels and (value, millisecond time) samples.
+pub type OwnedSeries = (Vec<(String, String)>, Vec<(f64, i64)>);
+
+/// Decodes a `WriteRequest` into its series (for tools and tests; the server's write path
+/// reads without copying, in [`super::write`]).
+pub fn decode_series(buf: &[u8]) -> Result<Vec<OwnedSeries>, String> {
+    let mut out = Vec::new();
+    let mut r = Reader { buf, pos: 0 };
+    while let Some((field, wire)) = r.key()? {
+        if (field, wire) != (1, LEN) {
+            r.skip(wire)?;
+            continue;
+        }
+        let mut ts = Reader {
+            buf: r.bytes()?,
+            pos: 0,
+        };
+        let (mut labels, mut samples) = (Vec::new(), Vec::new());
+        while let Some((field, wire)) = ts.key()? {
+            match (field, wire) {
+                (1, LEN) => {
+                    let mut l = Reader {
+                        buf: ts.bytes()?,
+                        pos: 0,
+                    };
+                    let (mut k, mut v) = (String::new(), String::new());
+                    while let Some((f, w)) = l.key()? {
+                        match (f, w) {
+                            (1, LEN) => k = String::from_utf8_lossy(l.bytes()?).into_owned(),
+                            (2, LEN) => v = String::from_utf8_lossy(l.bytes()?).into_owned(),
+                            _ => l.skip(w)?,
+                        }
+                    }
+                    labels.push((k, v));
+                }
+                (2, LEN) => {
+                    let mut smp = Reader {
+                        buf: ts.bytes()?,
+                        pos: 0,
+                    };
+                    let (mut v, mut t) = (0.0, 0i64);
+                    while let Some((f, w)) = smp.key()? {
+                        match (f, w) {
+                            (1, I64) => v = f64::from_bits(smp.fixed64()?),
+                            (2, VARINT) => t = smp.varint()? as i64,
+                            _ => smp.skip(w)?,
+                        }
+                    }
+                    samples.push((v, t));
+                }
+                _ => ts.skip(wire)?,
+            }
+        }
+        out.push((labels, samples));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encoded_series_decode_back() {
+        let series: Vec<Series> = vec![
+            (
+                vec![("__name__", "up"), ("job", "a")],
+                vec![
+                    (1.0, 1_700_000_000_000),
+                    (f64::from_bits(0x7ff0_0000_0000_0002), 5),
+                ],
+            ),
+            (vec![("__name__", "x")], vec![]),
+        ];
+        let got = decode_series(&encode(&series)).unwrap();
+        assert_eq!(got.len(), 2);
+        assert_eq!(
+            got[0].0,
+            vec![
+                ("__name__".to_string(), "up".to_string()),
+                ("job".into(), "a".into())
+            ]
+        );
+        assert_eq!(got[0].1[0], (1.0, 1_700_000_000_000));
+        assert_eq!(
+            got[0].1[1].0.to_bits(),
+            0x7ff0_0000_0000_0002,
+            "a staleness marker keeps its bits"
+        );
+        let body = encode(&series);
+        for cut in 0..body.len() {
+            let _ = decode_series(&body[..cut]);
+        }
+    }
+}
