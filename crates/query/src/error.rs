@@ -52,6 +52,10 @@ pub enum QueryError {
     Denied(String),
     #[error("token {0:?} already exists")]
     DuplicateToken(String),
+    /// A query its data makes fail while it runs (PromQL's refused matches): HTTP 422,
+    /// SQLSTATE 22000.
+    #[error("{0}")]
+    Execution(String),
 }
 
 /// A query error an operator or function handed DataFusion (as `External`).
@@ -118,6 +122,7 @@ impl QueryError {
             Self::Unauthenticated(_) => 401,
             Self::Denied(_) => 403,
             Self::DuplicateToken(_) => 409,
+            Self::Execution(_) => 422,
         }
     }
 
@@ -157,6 +162,7 @@ impl QueryError {
             Self::Unauthenticated(_) => "28P01",
             Self::Denied(_) => "42501",
             Self::DuplicateToken(_) => "42710",
+            Self::Execution(_) => "22000",
         }
     }
 }

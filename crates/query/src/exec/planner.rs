@@ -73,6 +73,20 @@ impl ExtensionPlanner for TemporaPlanner {
                 ),
             )));
         }
+        if let Some(u) = node
+            .as_any()
+            .downcast_ref::<crate::promql::unique::PromUnique>()
+        {
+            let [input] = physical_inputs else {
+                return Err(DataFusionError::Internal(
+                    "PromUnique takes one input".into(),
+                ));
+            };
+            return Ok(Some(Arc::new(crate::promql::unique::PromUniqueExec::new(
+                u,
+                input.clone(),
+            )?)));
+        }
         if let Some(m) = node.as_any().downcast_ref::<crate::nodes::ModelScoring>() {
             let [input] = physical_inputs else {
                 return Err(DataFusionError::Internal(

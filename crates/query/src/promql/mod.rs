@@ -15,6 +15,7 @@
 //! | [`scan`] | the `PromScan` node and operator: series read and evaluated per step |
 //! | [`plan`] | expressions → logical plans |
 //! | [`udf`] | the scalar functions the plans call |
+//! | [`unique`] | the `PromUnique` check: vector matching's refusals of repeated matches |
 //!
 //! Semantics are Prometheus 2.42's: windows include both ends, staleness markers end a
 //! series, a sample is found up to the lookback delta (5 minutes by default) before a step.
@@ -29,6 +30,7 @@ pub mod plan;
 pub mod scan;
 pub mod time;
 pub mod udf;
+pub mod unique;
 
 use std::sync::Arc;
 

@@ -25,6 +25,7 @@ use promql_parser::parser::{BinaryExpr, LabelModifier, VectorMatchCardinality};
 use super::{ALL, Context, Scalar, Value, Vector, align, bad, column, expr, without_name};
 use crate::error::Result;
 use crate::promql::scan::{NAME, TS, VALUE};
+use crate::promql::unique::PromUnique;
 
 /// `a op b` for an arithmetic operator.
 fn arith(op: &str, a: Expr, b: Expr) -> Result<Expr> {
@@ -235,8 +236,39 @@ fn vectors(op: &str, l: Vector, r: Vector, b: &BinaryExpr, return_bool: bool) ->
             .collect()
     };
     let (l_labels, r_labels) = (with_sig(&l), with_sig(&r));
-    let left = side(&l, &l_labels, "l")?;
-    let right = side(&r, &r_labels, "r")?;
+    let set_op = matches!(op, "and" | "or" | "unless");
+    let one_side = |v: &Vector,
+                    labels: &[String],
+                    alias: &str,
+                    name: &str|
+     -> Result<LogicalPlan> {
+        let plan = side(v, labels, alias)?;
+        if set_op {
+            return Ok(plan);
+        }
+        // The "one" side of a match must have one series per signature at each step.
+        let aligned = align(v.plan.clone(), &v.labels, labels)?;
+        let checked = PromUnique::plan(
+            aligned,
+            signature.clone(),
+            format!(
+                "found duplicate series for the match group on the {name} hand-side of the operation \
+                 (many-to-many matching not allowed: matching labels must be unique on one side):"
+            ),
+        );
+        Ok(LogicalPlanBuilder::from(checked).alias(alias)?.build()?)
+    };
+    let one_to_many = matches!(card, VectorMatchCardinality::OneToMany(_));
+    let left = if one_to_many {
+        one_side(&l, &l_labels, "l", "left")?
+    } else {
+        side(&l, &l_labels, "l")?
+    };
+    let right = if one_to_many {
+        side(&r, &r_labels, "r")?
+    } else {
+        one_side(&r, &r_labels, "r", "right")?
+    };
     let mut keys: Vec<Column> = signature
         .iter()
         .map(|s| Column::new(Some("l"), s))
@@ -362,5 +394,12 @@ fn vectors(op: &str, l: Vector, r: Vector, b: &BinaryExpr, return_bool: bool) ->
     };
     exprs.push(value.alias(VALUE));
     let plan = LogicalPlanBuilder::from(plan).project(exprs)?.build()?;
+    // Each result series once per step: two matches giving the same labels are refused.
+    let message = if matches!(card, VectorMatchCardinality::OneToOne) {
+        "multiple matches for labels: many-to-one matching must be explicit (group_left/group_right):"
+    } else {
+        "multiple matches for labels: grouping labels must ensure unique matches:"
+    };
+    let plan = PromUnique::plan(plan, labels.clone(), message);
     Ok(Vector { plan, labels })
 }

@@ -120,7 +120,7 @@ pub type Need = Option<BTreeSet<String>>;
 pub const ALL: Need = None;
 
 pub(crate) fn unsupported(what: &str) -> QueryError {
-    QueryError::Sql(format!("{what} is not supported yet"))
+    QueryError::Unsupported(format!("{what} is not supported yet"))
 }
 
 pub(crate) fn bad(msg: impl Into<String>) -> QueryError {
