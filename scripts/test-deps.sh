@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the end-to-end tests call, on a Debian machine (root): curl, psql, gzip,
 # python3 with pyarrow, duckdb, psycopg, influxdb-client, cryptography (TLS test certificates),
+# Telegraf (built from the Go module proxy with the plugins its test uses),
 # playwright (the console test, with Debian's chromium-headless-shell), Prometheus with its
 # node exporter and promtool, influx and
 # Python's influxdb (InfluxQL), matplotlib
@@ -33,6 +34,20 @@ if ! python3 -c "import pyarrow, duckdb, pytz, psycopg, influxdb_client, matplot
   pkgs=(pyarrow duckdb pytz "psycopg[binary]" influxdb-client matplotlib pandas cryptography playwright influxdb)
   python3 -m pip install -q "${pkgs[@]}" 2>/dev/null \
     || python3 -m pip install -q --break-system-packages "${pkgs[@]}"
+fi
+# Telegraf, the real agent, with only the plugins e2e_telegraf.rs uses (its custom build
+# tags), from the Go module proxy: Debian has no package.
+telegraf=target/test-deps/telegraf
+if [ ! -x "$telegraf" ]; then
+  command -v go >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go; }
+  mkdir -p "$(dirname "$telegraf")"
+  dir=$(cd /tmp && go mod download -json github.com/influxdata/telegraf@v1.37.2 \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  out=$(pwd)/$telegraf
+  (cd "$dir" && go build -mod=mod -trimpath \
+     -tags "custom,inputs.cpu,inputs.mem,inputs.internal,outputs.influxdb,outputs.influxdb_v2" \
+     -o "$out.part" ./cmd/telegraf)
+  mv "$out.part" "$out"
 fi
 jar=target/test-deps/postgresql.jar
 if [ ! -s "$jar" ]; then

@@ -79,9 +79,9 @@ run_tempora() {
   for _ in $(seq 1 600); do curl -sf -o /dev/null "http://127.0.0.1:$T_HTTP/health" && break; sleep 0.1; done
   load tempora "http://127.0.0.1:$T_HTTP/api/v1/write?db=prom"
   local n
-  n=$(curl -sG "http://127.0.0.1:$T_HTTP/api/v1/query" --data-urlencode db=prom \
-        --data-urlencode 'query=count(up)' | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["result"])')
-  log "tempora: count(up) now = $n"
+  n=$(curl -sG "http://127.0.0.1:$T_HTTP/api/v1/sql" --data-urlencode db=prom --data-urlencode format=csv \
+        --data-urlencode 'q=SELECT count(*) FROM up' | tail -1)
+  log "tempora: table up holds $n samples"
   kill "$pid"; wait "$pid" || true
 }
 

@@ -9,6 +9,9 @@
 //! - A bad line never blocks a good one: parse errors are collected per line, and the good
 //!   lines of the same body are still written.
 //! - Parsing and engine writes never run on the async runtime's threads.
+//! - A submitter takes every batch waiting (up to [`MAX_BATCHES_PER_SUBMIT`]) and writes them
+//!   with one engine call, whose workers commit them together: a request of many tables (a
+//!   Prometheus remote write holds hundreds of metrics) costs a few WAL commits, not one each.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,6 +22,9 @@ use parking_lot::Mutex;
 use tempora_lineproto::{LineError, ParseOptions, ParsedBody};
 use tempora_model::RowBatch;
 use tempora_storage::{Engine, StorageError, WriteOutcome};
+
+/// Most queued batches one submitter hands the engine in one call.
+pub const MAX_BATCHES_PER_SUBMIT: usize = 256;
 
 /// Limits of the gate.
 #[derive(Debug, Clone)]
@@ -105,8 +111,22 @@ impl Gate {
                 std::thread::Builder::new()
                     .name(format!("tempora-gate-{i}"))
                     .spawn(move || {
-                        for job in rx {
-                            let _ = job.reply.send(engine.write(job.batch));
+                        // Micro-batches: whatever is queued (up to a limit) goes to the engine
+                        // in one call, so its workers commit the batches of many tables and
+                        // requests with one WAL commit.
+                        while let Ok(first) = rx.recv() {
+                            let mut jobs = vec![first];
+                            while jobs.len() < MAX_BATCHES_PER_SUBMIT {
+                                match rx.try_recv() {
+                                    Ok(j) => jobs.push(j),
+                                    Err(_) => break,
+                                }
+                            }
+                            let (batches, replies): (Vec<_>, Vec<_>) =
+                                jobs.into_iter().map(|j| (j.batch, j.reply)).unzip();
+                            for (reply, r) in replies.into_iter().zip(engine.write_many(batches)) {
+                                let _ = reply.send(r);
+                            }
                         }
                     })
                     .expect("spawn gate thread")

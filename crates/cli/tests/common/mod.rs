@@ -166,6 +166,18 @@ impl Server {
         serde_json::from_slice(&out.stdout).expect("JSON answer")
     }
 
+    /// [`Server::sql_json`] presenting a token (`None`: none).
+    pub fn sql_json_with(&self, db: &str, sql: &str, token: Option<&str>) -> serde_json::Value {
+        let header = token.map(|t| format!("Authorization: Token {t}"));
+        let url = self.url(&format!("/api/v1/sql?db={db}"));
+        let mut args = vec!["--data-binary", sql, url.as_str()];
+        if let Some(h) = &header {
+            args.extend(["-H", h.as_str()]);
+        }
+        let out = curl(&args);
+        serde_json::from_slice(&out.stdout).expect("JSON answer")
+    }
+
     /// One unlabelled (or fully labelled, `name{…}`) series of `/metrics`.
     pub fn metric(&self, name: &str) -> f64 {
         let text = String::from_utf8(curl(&[&self.url("/metrics")]).stdout).unwrap();

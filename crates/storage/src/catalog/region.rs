@@ -137,6 +137,10 @@ pub struct Region {
     /// Series whose key is durable (in a committed WAL record or a persisted index), so WAL
     /// records may name them by id. Only the worker (and replay) changes it.
     pub logged: Mutex<roaring::RoaringBitmap>,
+    /// The index's estimated size for the series cache, and the series count it was taken at:
+    /// recounted when the count has moved by more than an eighth (the cache ignores smaller
+    /// changes), so a write does not walk every bitmap of the index.
+    index_weight: Mutex<(usize, usize)>,
 }
 
 impl Region {
@@ -176,6 +180,7 @@ impl Region {
             lvc_from_files: AtomicBool::new(true),
             lvc_loading: Mutex::new(()),
             logged: Mutex::new(roaring::RoaringBitmap::new()),
+            index_weight: Mutex::new((0, 0)),
         }
     }
 
@@ -295,12 +300,20 @@ impl Region {
     /// The series index, loaded on demand and marked as used in the series cache.
     pub fn index_read(self: &Arc<Self>) -> Result<MappedRwLockReadGuard<'_, SeriesIndex>> {
         self.ensure_loaded()?;
-        let bytes = self
-            .index
-            .read()
-            .loaded
-            .as_ref()
-            .map_or(0, |i| i.memory_bytes());
+        let bytes = {
+            let slot = self.index.read();
+            let mut weight = self.index_weight.lock();
+            match slot.loaded.as_ref() {
+                None => 0,
+                Some(i) => {
+                    let (at, bytes) = *weight;
+                    if bytes == 0 || i.len().abs_diff(at) > at / 8 {
+                        *weight = (i.len(), i.memory_bytes());
+                    }
+                    weight.1
+                }
+            }
+        };
         self.io.index_cache.touch(self, bytes);
         loop {
             let g = self.index.read();

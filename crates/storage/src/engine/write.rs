@@ -1,5 +1,6 @@
-//! [`Engine::write`]: the schema check, routing rows to regions and regions to workers, and
-//! waiting for every worker's reply.
+//! [`Engine::write`] and [`Engine::write_many`]: the schema check, routing rows to regions and
+//! regions to workers (one job per worker for every batch of a call), and waiting for every
+//! worker's reply.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use super::Engine;
 use crate::catalog::partitions::Span;
 use crate::catalog::{Region, Table};
 use crate::error::{Result, StorageError};
-use crate::write::worker::{Control, WriteJob};
+use crate::write::worker::{Control, WriteItem, WriteJob};
 
 /// The result of a write: rows stored and rows refused (with 0-based row numbers).
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -24,6 +25,108 @@ impl Engine {
     /// Writes a batch. Rows refused by the schema, limits or retention are listed in the
     /// outcome; the rest are durable when this returns `Ok`.
     pub fn write(&self, batch: RowBatch) -> Result<WriteOutcome> {
+        self.write_many(vec![batch])
+            .pop()
+            .expect("one outcome per batch")
+    }
+
+    /// Writes several batches (of any tables) together: their rows go to each worker as one
+    /// job, which the worker commits with one WAL commit (with other jobs waiting), and is
+    /// answered once. One outcome per batch, in order, each as [`Engine::write`] gives it.
+    pub fn write_many(&self, batches: Vec<RowBatch>) -> Vec<Result<WriteOutcome>> {
+        if let Err(e) = self.wait_for_room() {
+            return batches.iter().map(|_| Err(e.replicate())).collect();
+        }
+        let n = batches.len();
+        let mut outcomes: Vec<Option<Result<WriteOutcome>>> = (0..n).map(|_| None).collect();
+        // Per batch still open: its rows and the rows refused before the workers.
+        let mut open: Vec<(usize, Vec<RowRejection>)> = (0..n).map(|_| (0, Vec::new())).collect();
+        // Per worker: its items, each with the batch it is of.
+        let mut jobs: Vec<Vec<(usize, WriteItem)>> =
+            (0..self.opts.workers).map(|_| Vec::new()).collect();
+        for (i, batch) in batches.into_iter().enumerate() {
+            match self.route_batch(batch) {
+                Ok(Routed::Done(o)) => outcomes[i] = Some(Ok(o)),
+                Ok(Routed::Items {
+                    rows,
+                    rejected,
+                    items,
+                }) => {
+                    open[i] = (rows, rejected);
+                    for (worker, item) in items {
+                        jobs[worker].push((i, item));
+                    }
+                }
+                Err(e) => outcomes[i] = Some(Err(e)),
+            }
+        }
+        let mut replies = Vec::new();
+        for (worker, items) in jobs.into_iter().enumerate().filter(|(_, j)| !j.is_empty()) {
+            let (of, items): (Vec<usize>, Vec<WriteItem>) = items.into_iter().unzip();
+            let (tx, rx) = bounded(1);
+            let sent = self.threads.write_txs[worker]
+                .send_timeout(WriteJob { items, reply: tx }, self.opts.write_stall_timeout)
+                .map_err(|_| StorageError::QueueFull {
+                    worker,
+                    capacity: self.opts.worker_queue_capacity,
+                });
+            match sent {
+                Ok(()) => replies.push((of, rx)),
+                Err(e) => {
+                    for i in of {
+                        outcomes[i].get_or_insert_with(|| Err(e.replicate()));
+                    }
+                }
+            }
+        }
+        for (of, rx) in replies {
+            match rx.recv() {
+                Ok(Ok(per_item)) => {
+                    for (i, r) in of.into_iter().zip(per_item) {
+                        open[i].1.extend(r);
+                    }
+                }
+                Ok(Err(e)) => {
+                    for i in of {
+                        outcomes[i].get_or_insert_with(|| Err(e.replicate()));
+                    }
+                }
+                Err(_) => {
+                    for i in of {
+                        outcomes[i].get_or_insert_with(|| Err(StorageError::ShutDown));
+                    }
+                }
+            }
+        }
+        outcomes
+            .into_iter()
+            .zip(open)
+            .map(|(done, (rows, mut rejected))| {
+                done.unwrap_or_else(|| {
+                    rejected.sort_by_key(|r| r.row);
+                    self.metrics.rows_rejected.add(rejected.len() as u64);
+                    Ok(WriteOutcome {
+                        written: rows - rejected.len(),
+                        rejected,
+                    })
+                })
+            })
+            .collect()
+    }
+
+    /// Waits (bounded) until the memtables have room, asking the workers to flush.
+    fn wait_for_room(&self) -> Result<()> {
+        self.budget.wait_for_room(|| {
+            self.metrics.write_stalls.inc();
+            for c in &self.threads.ctl_txs {
+                let _ = c.send(Control::Flush(None));
+            }
+        })
+    }
+
+    /// Checks a batch and routes its rows: the items for each worker, or an outcome already
+    /// known (an empty batch, a dense table's write).
+    fn route_batch(&self, batch: RowBatch) -> Result<Routed> {
         let limit = self.opts.max_rows_per_request;
         if batch.len() > limit {
             return Err(StorageError::TooLarge {
@@ -33,59 +136,34 @@ impl Engine {
             });
         }
         if batch.is_empty() {
-            return Ok(WriteOutcome::default());
+            return Ok(Routed::Done(WriteOutcome::default()));
         }
-        self.budget.wait_for_room(|| {
-            self.metrics.write_stalls.inc();
-            for c in &self.threads.ctl_txs {
-                let _ = c.send(Control::Flush(None));
-            }
-        })?;
         let table = self.catalog.table_or_create(batch.table())?;
         if let Some(dense) = table.dense() {
-            return self.write_dense(&table, dense, &batch);
+            return self.write_dense(&table, dense, &batch).map(Routed::Done);
         }
         let (mut rejected, field_map) = table.check(&batch, self.opts.max_columns);
         let routed = self.route(&table, &batch, &mut rejected);
+        let rows = batch.len();
         let batch = Arc::new(batch);
         let field_map = Arc::new(field_map);
-        let mut replies = Vec::new();
-        for (worker, parts) in routed
+        let items = routed
             .into_iter()
             .enumerate()
             .filter(|(_, p)| !p.is_empty())
-        {
-            let (tx, rx) = bounded(1);
-            let job = WriteJob {
-                batch: batch.clone(),
-                field_map: field_map.clone(),
-                parts,
-                reply: tx,
-            };
-            self.threads.write_txs[worker]
-                .send_timeout(job, self.opts.write_stall_timeout)
-                .map_err(|_| StorageError::QueueFull {
-                    worker,
-                    capacity: self.opts.worker_queue_capacity,
-                })?;
-            replies.push(rx);
-        }
-        let mut first_err = None;
-        for rx in replies {
-            match rx.recv() {
-                Ok(Ok(r)) => rejected.extend(r),
-                Ok(Err(e)) => first_err = first_err.or(Some(e)),
-                Err(_) => first_err = first_err.or(Some(StorageError::ShutDown)),
-            }
-        }
-        if let Some(e) = first_err {
-            return Err(e);
-        }
-        rejected.sort_by_key(|r| r.row);
-        self.metrics.rows_rejected.add(rejected.len() as u64);
-        Ok(WriteOutcome {
-            written: batch.len() - rejected.len(),
+            .map(|(worker, parts)| {
+                let item = WriteItem {
+                    batch: batch.clone(),
+                    field_map: field_map.clone(),
+                    parts,
+                };
+                (worker, item)
+            })
+            .collect();
+        Ok(Routed::Items {
+            rows,
             rejected,
+            items,
         })
     }
 
@@ -146,6 +224,18 @@ impl Engine {
         }
         per_worker
     }
+}
+
+/// A batch checked and routed.
+enum Routed {
+    /// Its outcome is known without the workers.
+    Done(WriteOutcome),
+    /// Its rows, the rows refused before the workers, and its items by worker.
+    Items {
+        rows: usize,
+        rejected: Vec<RowRejection>,
+        items: Vec<(usize, WriteItem)>,
+    },
 }
 
 /// What a batch says about its table's data rate: rows, distinct series and time span of

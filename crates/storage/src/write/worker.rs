@@ -28,12 +28,18 @@ use crate::metrics::Metrics;
 use crate::write::budget::Budget;
 use crate::write::wal::encode_record;
 
-/// One write request for one worker.
-pub(crate) struct WriteJob {
+/// One batch's rows for one worker: the batch, its field map and its rows by region.
+pub(crate) struct WriteItem {
     pub batch: Arc<RowBatch>,
     pub field_map: Arc<Vec<(usize, FieldType)>>,
     pub parts: Vec<(Arc<Region>, Vec<u32>)>,
-    pub reply: Sender<Result<Vec<RowRejection>>>,
+}
+
+/// One write request for one worker: one or more batches (of any tables), answered together
+/// with each item's refused rows, in order.
+pub(crate) struct WriteJob {
+    pub items: Vec<WriteItem>,
+    pub reply: Sender<Result<Vec<Vec<RowRejection>>>>,
 }
 
 pub(crate) enum Control {
@@ -53,8 +59,8 @@ type PreparedPart = (Arc<Region>, Vec<u32>, Vec<SeriesId>, SeqNo);
 
 struct Prepared {
     job: WriteJob,
-    rejected: Vec<RowRejection>,
-    parts: Vec<PreparedPart>,
+    /// Per item: its refused rows and its prepared parts.
+    items: Vec<(Vec<RowRejection>, Vec<PreparedPart>)>,
 }
 
 /// What every worker shares with the engine: the catalog (sequence numbers, the tables a
@@ -232,16 +238,25 @@ impl Worker {
 
     /// Resolves series ids and appends WAL records; nothing is visible yet.
     fn prepare(&mut self, job: WriteJob) -> Prepared {
+        let items = job
+            .items
+            .iter()
+            .map(|item| self.prepare_item(item))
+            .collect();
+        Prepared { job, items }
+    }
+
+    fn prepare_item(&mut self, item: &WriteItem) -> (Vec<RowRejection>, Vec<PreparedPart>) {
         let mut rejected = Vec::new();
-        let mut parts = Vec::with_capacity(job.parts.len());
-        for (region, rows) in &job.parts {
-            let (kept, ids) = resolve_series(region, &job.batch, rows, &mut rejected);
+        let mut parts = Vec::with_capacity(item.parts.len());
+        for (region, rows) in &item.parts {
+            let (kept, ids) = resolve_series(region, &item.batch, rows, &mut rejected);
             if kept.is_empty() {
                 continue;
             }
             let seq = self.deps.catalog.next_seq();
             self.scratch.clear();
-            encode_record(region, &job.batch, &kept, &ids, &mut self.scratch);
+            encode_record(region, &item.batch, &kept, &ids, &mut self.scratch);
             if let Err(e) = self.wal.append(seq, &self.scratch) {
                 let reason = format!("write-ahead log: {e}");
                 rejected.extend(kept.iter().map(|&r| RowRejection {
@@ -252,32 +267,31 @@ impl Worker {
             }
             parts.push((region.clone(), kept, ids, seq));
         }
-        Prepared {
-            job,
-            rejected,
-            parts,
-        }
+        (rejected, parts)
     }
 
     fn apply(&mut self, p: Prepared) {
         let now = self.deps.clock.now_ns();
-        for (region, rows, ids, seq) in &p.parts {
-            let batch = &p.job.batch;
-            let it = rows.iter().zip(ids).map(|(&r, &sid)| {
-                let row = batch.row(r as usize);
-                (sid, row.time.0, row.fields)
-            });
-            let added = region.apply(it, *seq, &p.job.field_map);
-            // Committed: these keys are durable, later records may name them by id.
-            region.logged.lock().extend(ids.iter().map(|s| s.0));
-            region.meter.lock().record(now);
-            self.deps.budget.add(self.id, added);
-            self.last_applied = self.last_applied.max(*seq);
-            self.deps.metrics.rows_written.add(rows.len() as u64);
+        let mut replies = Vec::with_capacity(p.items.len());
+        for (item, (mut rejected, parts)) in p.job.items.iter().zip(p.items) {
+            for (region, rows, ids, seq) in &parts {
+                let batch = &item.batch;
+                let it = rows.iter().zip(ids).map(|(&r, &sid)| {
+                    let row = batch.row(r as usize);
+                    (sid, row.time.0, row.fields)
+                });
+                let added = region.apply(it, *seq, &item.field_map);
+                // Committed: these keys are durable, later records may name them by id.
+                region.logged.lock().extend(ids.iter().map(|s| s.0));
+                region.meter.lock().record(now);
+                self.deps.budget.add(self.id, added);
+                self.last_applied = self.last_applied.max(*seq);
+                self.deps.metrics.rows_written.add(rows.len() as u64);
+            }
+            rejected.sort_by_key(|r| r.row);
+            replies.push(rejected);
         }
-        let mut rejected = p.rejected;
-        rejected.sort_by_key(|r| r.row);
-        let _ = p.job.reply.send(Ok(rejected));
+        let _ = p.job.reply.send(Ok(replies));
     }
 }
 
