@@ -3,15 +3,18 @@
 //! lock-free queue to submitter threads, which pass them to the engine's region workers.
 //!
 //! Invariants:
-//! - The queue holds at most `queue_capacity` batches. A request whose batches do not fit is
-//!   refused as a whole with [`GateError::QueueFull`] (HTTP 503 with `Retry-After`) before
-//!   any of its batches is queued: nothing is buffered without bound.
+//! - The queue holds at most `queue_capacity` parsed request bodies (each one job of all its
+//!   batches, whatever tables they are of). A request that finds the queue full is refused
+//!   whole with [`GateError::QueueFull`] (HTTP 503 with `Retry-After`) before anything of it
+//!   is queued: nothing is buffered without bound (the bytes a request holds are bounded
+//!   before it is parsed, by the server's ingest buffer).
 //! - A bad line never blocks a good one: parse errors are collected per line, and the good
 //!   lines of the same body are still written.
 //! - Parsing and engine writes never run on the async runtime's threads.
-//! - A submitter takes every batch waiting (up to [`MAX_BATCHES_PER_SUBMIT`]) and writes them
-//!   with one engine call, whose workers commit them together: a request of many tables (a
-//!   Prometheus remote write holds hundreds of metrics) costs a few WAL commits, not one each.
+//! - A submitter takes every job waiting (up to [`MAX_BATCHES_PER_SUBMIT`] batches) and writes
+//!   their batches with one engine call, whose workers commit them together: a request of many
+//!   tables (a Prometheus remote write holds hundreds of metrics) costs a few WAL commits, not
+//!   one each.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,7 +32,7 @@ pub const MAX_BATCHES_PER_SUBMIT: usize = 256;
 /// Limits of the gate.
 #[derive(Debug, Clone)]
 pub struct GateOptions {
-    /// Parsed batches waiting for the engine, at most.
+    /// Parsed request bodies (jobs of all their batches) waiting for the engine, at most.
     pub queue_capacity: usize,
     /// Threads that take batches from the queue and write them.
     pub submitters: usize,
@@ -53,7 +56,7 @@ impl Default for GateOptions {
 
 #[derive(Debug, thiserror::Error)]
 pub enum GateError {
-    #[error("the ingest queue is full ({capacity} batches); retry later")]
+    #[error("the ingest queue is full ({capacity} requests); retry later")]
     QueueFull { capacity: usize },
     #[error("the gate is shut down")]
     ShutDown,
@@ -75,9 +78,10 @@ pub struct Ingested {
     pub rejected: Vec<Rejected>,
 }
 
+/// One request's batches and where their outcomes go (one per batch, in order).
 struct Job {
-    batch: RowBatch,
-    reply: tokio::sync::oneshot::Sender<Result<WriteOutcome, StorageError>>,
+    batches: Vec<RowBatch>,
+    reply: tokio::sync::oneshot::Sender<Vec<Result<WriteOutcome, StorageError>>>,
 }
 
 /// Counters the server exports.
@@ -115,17 +119,25 @@ impl Gate {
                         // in one call, so its workers commit the batches of many tables and
                         // requests with one WAL commit.
                         while let Ok(first) = rx.recv() {
+                            let mut n = first.batches.len();
                             let mut jobs = vec![first];
-                            while jobs.len() < MAX_BATCHES_PER_SUBMIT {
+                            while n < MAX_BATCHES_PER_SUBMIT {
                                 match rx.try_recv() {
-                                    Ok(j) => jobs.push(j),
+                                    Ok(j) => {
+                                        n += j.batches.len();
+                                        jobs.push(j);
+                                    }
                                     Err(_) => break,
                                 }
                             }
-                            let (batches, replies): (Vec<_>, Vec<_>) =
-                                jobs.into_iter().map(|j| (j.batch, j.reply)).unzip();
-                            for (reply, r) in replies.into_iter().zip(engine.write_many(batches)) {
-                                let _ = reply.send(r);
+                            let sizes: Vec<usize> = jobs.iter().map(|j| j.batches.len()).collect();
+                            let (batches, replies): (Vec<Vec<RowBatch>>, Vec<_>) =
+                                jobs.into_iter().map(|j| (j.batches, j.reply)).unzip();
+                            let mut outcomes = engine
+                                .write_many(batches.into_iter().flatten().collect())
+                                .into_iter();
+                            for (reply, k) in replies.into_iter().zip(sizes) {
+                                let _ = reply.send(outcomes.by_ref().take(k).collect());
                             }
                         }
                     })
@@ -188,30 +200,22 @@ impl Gate {
             ..
         } = parsed;
         let tx = self.tx.lock().clone().ok_or(GateError::ShutDown)?;
-        if tx.len() + batches.len() > self.opts.queue_capacity {
-            self.metrics.queue_full.fetch_add(1, Ordering::Relaxed);
-            return Err(GateError::QueueFull {
-                capacity: self.opts.queue_capacity,
-            });
-        }
-        let mut waits = Vec::with_capacity(batches.len());
-        for batch in batches {
-            let (reply, rx) = tokio::sync::oneshot::channel();
-            match tx.try_send(Job { batch, reply }) {
-                Ok(()) => waits.push(rx),
-                Err(TrySendError::Full(job)) => {
-                    // Another request filled the queue since the check: wait for room, off
-                    // the runtime, rather than drop a batch of a request already under way.
-                    let tx = tx.clone();
-                    tokio::task::spawn_blocking(move || tx.send(job).map_err(drop))
-                        .await
-                        .map_err(|_| GateError::ShutDown)?
-                        .map_err(|_| GateError::ShutDown)?;
-                    waits.push(rx);
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        if batches.is_empty() {
+            // Nothing parsed: only the line errors to answer.
+            let _ = reply.send(Vec::new());
+        } else if let Err(e) = tx.try_send(Job { batches, reply }) {
+            match e {
+                TrySendError::Full(_) => {
+                    self.metrics.queue_full.fetch_add(1, Ordering::Relaxed);
+                    return Err(GateError::QueueFull {
+                        capacity: self.opts.queue_capacity,
+                    });
                 }
-                Err(TrySendError::Disconnected(_)) => return Err(GateError::ShutDown),
+                TrySendError::Disconnected(_) => return Err(GateError::ShutDown),
             }
         }
+        let outcomes = rx.await.map_err(|_| GateError::ShutDown)?;
         let mut out = Ingested::default();
         out.rejected.extend(
             errors
@@ -222,9 +226,9 @@ impl Gate {
                 }),
         );
         let mut first_err = None;
-        for (rx, lines) in waits.into_iter().zip(line_numbers) {
-            match rx.await {
-                Ok(Ok(o)) => {
+        for (outcome, lines) in outcomes.into_iter().zip(line_numbers) {
+            match outcome {
+                Ok(o) => {
                     out.rows += o.written;
                     out.rejected
                         .extend(o.rejected.into_iter().map(|r| Rejected {
@@ -232,8 +236,7 @@ impl Gate {
                             reason: r.reason,
                         }));
                 }
-                Ok(Err(e)) => first_err = first_err.or(Some(e)),
-                Err(_) => first_err = first_err.or(Some(StorageError::ShutDown)),
+                Err(e) => first_err = first_err.or(Some(e)),
             }
         }
         if let Some(e) = first_err {

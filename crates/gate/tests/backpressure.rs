@@ -1,6 +1,7 @@
-//! Backpressure: with the disk stalled, the gate accepts at most its queue plus one batch per
-//! submitter, refuses the rest with `QueueFull` (never buffers without bound), and every
-//! accepted write completes once the disk moves again.
+//! Backpressure: with the disk stalled, the gate accepts at most its queue plus what its
+//! submitters took (at most `MAX_BATCHES_PER_SUBMIT` batches each), refuses the rest with
+//! `QueueFull` (never buffers without bound), and every accepted write completes once the disk
+//! moves again.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -51,7 +52,7 @@ async fn a_stalled_engine_fills_the_queue_and_later_writes_are_refused() {
         submitters: 1,
         ..GateOptions::default()
     };
-    let bound = opts.queue_capacity + opts.submitters;
+    let bound = opts.queue_capacity + opts.submitters * tempora_gate::MAX_BATCHES_PER_SUBMIT;
     let gate = Arc::new(Gate::start(engine.clone(), opts));
     wals.hold(true);
 
@@ -81,9 +82,9 @@ async fn a_stalled_engine_fills_the_queue_and_later_writes_are_refused() {
         "{} writes accepted with room for {bound}",
         accepted.len()
     );
-    assert!(accepted.len() >= 2, "the queue itself holds 2 batches");
+    assert!(accepted.len() >= 2, "the queue itself holds 2 requests");
     assert!(
-        err.to_string().contains("queue is full (2 batches)"),
+        err.to_string().contains("queue is full (2 requests)"),
         "{err}"
     );
     assert_eq!(

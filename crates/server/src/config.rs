@@ -28,7 +28,8 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// Longest line-protocol line (bytes).
     pub max_line_bytes: usize,
-    /// Parsed batches waiting for the engine, at most.
+    /// Parsed request bodies waiting for the engine, at most (each holds the batches of all
+    /// its tables; the name is the setting's since before bodies were queued whole).
     pub ingest_queue_batches: usize,
     /// `sync` (default), `none`, or an interval in milliseconds such as `100ms`.
     pub wal_sync: String,

@@ -48,6 +48,54 @@ fn acknowledged_rows_survive_a_crash_without_flush() {
     assert_eq!(got[&("a".to_string(), 3 * SEC)], Some(3.0));
 }
 
+/// `write_many` of several batches, two of one table: each batch gets its own outcome, with its
+/// own row numbers, and the later batch's row wins for the same series and time.
+#[test]
+fn batches_written_together_keep_their_own_outcomes() {
+    let (io, _) = EngineIo::memory();
+    let e = Engine::open(small_opts(), io).unwrap();
+    let batch = |table: &str, rows: &[(i64, FieldValue)]| {
+        let mut b = RowBatchBuilder::new(table).unwrap();
+        for (t, v) in rows {
+            b.push(&[("host", "a")], &[("v", v.clone())], Timestamp(*t))
+                .unwrap();
+        }
+        b.finish()
+    };
+    let out = e.write_many(vec![
+        batch(
+            "cpu",
+            &[(1, FieldValue::F64(1.0)), (2, FieldValue::F64(2.0))],
+        ),
+        batch("mem", &[(1, FieldValue::I64(7))]),
+        // Its second row has the wrong type; its first overwrites the first batch's t=2.
+        batch(
+            "cpu",
+            &[
+                (2, FieldValue::F64(20.0)),
+                (3, FieldValue::Str("x".into())),
+                (4, FieldValue::F64(4.0)),
+            ],
+        ),
+        RowBatchBuilder::new("empty").unwrap().finish(),
+    ]);
+    let out: Vec<_> = out.into_iter().map(Result::unwrap).collect();
+    assert_eq!(
+        out.iter().map(|o| o.written).collect::<Vec<_>>(),
+        [2, 1, 2, 0]
+    );
+    assert!(out[0].rejected.is_empty() && out[1].rejected.is_empty());
+    assert_eq!(out[2].rejected.len(), 1);
+    assert_eq!(out[2].rejected[0].row, 1, "numbered within its own batch");
+    let got = read_all(&e);
+    assert_eq!(got.len(), 3, "cpu at 1, 2 and 4: {got:?}");
+    assert_eq!(
+        got[&("a".to_string(), 2)],
+        Some(20.0),
+        "the later write wins"
+    );
+}
+
 #[test]
 fn same_series_and_time_keeps_the_last_write_field_by_field() {
     let (io, _) = EngineIo::memory();
