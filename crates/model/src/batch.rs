@@ -376,11 +376,16 @@ impl RowBatchBuilder {
         }
         check_count("tags in a row", tags.len(), MAX_TAGS_PER_ROW)?;
         check_count("fields in a row", fields.len(), MAX_FIELDS_PER_ROW)?;
+        // A name already interned was validated when it was first seen.
         for (k, _) in tags {
-            validate_name(k)?;
+            if !self.tag_idx.contains_key(*k) {
+                validate_name(k)?;
+            }
         }
         for (k, _) in fields {
-            validate_name(k)?;
+            if !self.field_idx.contains_key(*k) {
+                validate_name(k)?;
+            }
         }
         // Counting new names costs a lookup each: only when the limit could be reached.
         if self.batch.field_names.len() + fields.len() > MAX_FIELDS_PER_ROW {

@@ -17,7 +17,10 @@
 //! and the others are written. Staleness markers (a special NaN) are stored bit for bit.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
 
 use axum::body::Body;
 use axum::extract::{Query, State};
@@ -150,7 +153,7 @@ pub fn decode_body(body: &[u8], limits: PromLimits) -> Result<Decoded, String> {
 pub fn decode(buf: &[u8], max_rows_bytes: usize) -> Result<Decoded, String> {
     let mut out = Decoded::default();
     let mut budget = max_rows_bytes;
-    let mut by_metric: HashMap<&str, (RowBatchBuilder, Vec<usize>)> = HashMap::new();
+    let mut by_metric: Metrics = FxHashMap::default();
     let mut r = Reader { buf, pos: 0 };
     let mut n = 0;
     while let Some((field, wire)) = r.key()? {
@@ -175,6 +178,9 @@ pub fn decode(buf: &[u8], max_rows_bytes: usize) -> Result<Decoded, String> {
     Ok(out)
 }
 
+/// A request's metrics: each one's rows and the position of each row's series.
+type Metrics<'a> = FxHashMap<&'a str, (RowBatchBuilder, Vec<usize>)>;
+
 /// One `TimeSeries` into its metric's batch. Two passes over its bytes: labels and a check of
 /// every sample first (nothing is pushed for a series that is refused), then the rows. Each
 /// row copies the series' key, so the rows a request expands to are counted against
@@ -183,11 +189,11 @@ pub fn decode(buf: &[u8], max_rows_bytes: usize) -> Result<Decoded, String> {
 fn series<'a>(
     buf: &'a [u8],
     n: usize,
-    by_metric: &mut HashMap<&'a str, (RowBatchBuilder, Vec<usize>)>,
+    by_metric: &mut Metrics<'a>,
     samples: &mut usize,
     budget: &mut usize,
 ) -> Result<(), String> {
-    let mut labels: Vec<(&str, &str)> = Vec::new();
+    let mut labels: Vec<(&str, &str)> = Vec::with_capacity(16);
     let mut count = 0usize;
     let mut r = Reader { buf, pos: 0 };
     while let Some((field, wire)) = r.key()? {
@@ -221,11 +227,13 @@ fn series<'a>(
     *budget = budget.checked_sub(cost).ok_or_else(|| {
         format!("the request expands to more rows than the limit allows ({count} samples of a {key_bytes}-byte series)")
     })?;
-    if !by_metric.contains_key(name) {
-        let b = RowBatchBuilder::new(name).map_err(|e| format!("metric {name:?}: {e}"))?;
-        by_metric.insert(name, (b, Vec::new()));
-    }
-    let (b, rows) = by_metric.get_mut(name).expect("inserted");
+    let (b, rows) = match by_metric.entry(name) {
+        Entry::Occupied(e) => e.into_mut(),
+        Entry::Vacant(e) => {
+            let b = RowBatchBuilder::new(name).map_err(|e| format!("metric {name:?}: {e}"))?;
+            e.insert((b, Vec::new()))
+        }
+    };
     let mut r = Reader { buf, pos: 0 };
     while let Some((field, wire)) = r.key()? {
         match (field, wire) {
