@@ -166,7 +166,7 @@ fn flush_region(
         let runs: Vec<SortedRun> = parts
             .iter()
             .map(|p| {
-                let b = tombstone::apply_to_part(&p.batch, &tombs, key_of)?;
+                let b = tombstone::apply_to_part(&p.sorted(), &tombs, key_of)?;
                 SortedRun::from_series_batch(&b, &fields, key_of)
             })
             .collect::<Result<_>>()?;

@@ -69,7 +69,8 @@ pub(crate) fn scan_region_bounded(
         let key_of = |id: u32| Bytes::copy_from_slice(index.key(SeriesId(id)).expect("indexed"));
         let mut runs = Vec::new();
         for part in &rs.snap.frozen {
-            let b = filter_part(&part.batch, ids, time)?;
+            // Sorted by series (once per part), so the run needs no sort of its own.
+            let b = filter_part(&part.sorted(), ids, time)?;
             let b = tombstone::apply_to_part(&b, &rs.snap.tombstones, key_of)?;
             if b.num_rows() > 0 {
                 runs.push(SortedRun::from_series_batch(&b, fields, key_of)?);

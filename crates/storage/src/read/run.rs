@@ -201,10 +201,41 @@ impl SortedRun {
             .iter()
             .map(|&id| rank_of[id as usize])
             .collect();
+        let id_order: Vec<u32> = keyed.iter().map(|(_, id)| *id).collect();
         let keys: Vec<Bytes> = keyed.into_iter().map(|(k, _)| k).collect();
         let aligned = align(batch, Arc::new(ranks), fields)?;
+        if is_sorted(batch) {
+            // Sorted by (id, time, seq): each series' rows are one block already in order;
+            // putting the blocks in key order sorts the run without comparing rows.
+            let order = blocks_in_order(ids.values(), &id_order);
+            let sorted = arrow::compute::take_record_batch(&aligned, &order)?;
+            debug_assert!(is_sorted(&sorted));
+            return Ok(SortedRun {
+                keys: Arc::new(keys),
+                batch: dedup_sorted(sorted),
+            });
+        }
         Ok(sort_dedup(Arc::new(keys), aligned))
     }
+}
+
+/// The rows of `ids` (sorted, so each id's rows are one block) with the blocks in the order
+/// `id_order` lists the ids.
+fn blocks_in_order(ids: &[u32], id_order: &[u32]) -> UInt32Array {
+    let max = id_order.iter().copied().max().map_or(0, |m| m as usize + 1);
+    let mut block = vec![(0usize, 0usize); max];
+    let mut a = 0;
+    while a < ids.len() {
+        let b = a + ids[a..].iter().take_while(|&&x| x == ids[a]).count();
+        block[ids[a] as usize] = (a, b);
+        a = b;
+    }
+    let mut out = Vec::with_capacity(ids.len());
+    for &id in id_order {
+        let (a, b) = block[id as usize];
+        out.extend(a as u32..b as u32);
+    }
+    UInt32Array::from(out)
 }
 
 /// Re-shapes `batch` (first column replaced by `ranks`) to the run schema of `fields`,
@@ -248,8 +279,54 @@ pub fn merge_runs(runs: &[SortedRun], fields: &[(String, FieldType)]) -> Result<
         batches.push(align(&run.batch, Arc::new(ranks), fields)?);
     }
     let schema = run_schema(fields);
+    let order = merge_order(&batches);
     let batch = concat_batches(&schema, &batches)?;
-    Ok(sort_dedup(Arc::new(all), batch))
+    // Each run is sorted: interleaving them costs a heap step per row, not a sort.
+    let batch = arrow::compute::take_record_batch(&batch, &order)?;
+    debug_assert!(is_sorted(&batch));
+    Ok(SortedRun {
+        keys: Arc::new(all),
+        batch: dedup_sorted(batch),
+    })
+}
+
+/// The rows of `batches` (each sorted by rank, time, seq) in merged order, as indices into
+/// their concatenation; rows equal in all three keep the batches' order, as a stable sort of
+/// the concatenation would.
+fn merge_order(batches: &[RecordBatch]) -> UInt32Array {
+    use std::cmp::Reverse;
+    let cols: Vec<(&[u32], &[i64], &[u64])> = batches
+        .iter()
+        .map(|b| {
+            (
+                b.column(0).as_primitive::<UInt32Type>().values().as_ref(),
+                b.column(1).as_primitive::<Int64Type>().values().as_ref(),
+                b.column(2).as_primitive::<UInt64Type>().values().as_ref(),
+            )
+        })
+        .collect();
+    let mut offsets = Vec::with_capacity(cols.len());
+    let mut total = 0usize;
+    for c in &cols {
+        offsets.push(total);
+        total += c.0.len();
+    }
+    let head = |b: usize, i: usize| {
+        let (r, t, s) = cols[b];
+        Reverse((r[i], t[i], s[i], b, i))
+    };
+    let mut heap: std::collections::BinaryHeap<_> = (0..cols.len())
+        .filter(|&b| !cols[b].0.is_empty())
+        .map(|b| head(b, 0))
+        .collect();
+    let mut out = Vec::with_capacity(total);
+    while let Some(Reverse((_, _, _, b, i))) = heap.pop() {
+        out.push((offsets[b] + i) as u32);
+        if i + 1 < cols[b].0.len() {
+            heap.push(head(b, i + 1));
+        }
+    }
+    UInt32Array::from(out)
 }
 
 /// Sorts by (rank, time, seq) and removes duplicate (rank, time) rows field by field.
@@ -502,6 +579,21 @@ mod tests {
             let merged = merge_runs(&runs, &fields()).unwrap();
             prop_assert_eq!(flatten(&merged), model(&all));
             prop_assert!(is_sorted(&merged.batch));
+        }
+
+        /// A part already sorted by (series id, time, seq), as a frozen part is read, makes
+        /// the same run as the part in arrival order (its blocks put in key order, no sort).
+        #[test]
+        fn a_part_sorted_by_id_makes_the_same_run(parts in parts()) {
+            let (_, all) = numbered_runs(parts);
+            let arrival = batch(&all);
+            let by_id = crate::write::memtable::sort_by_series_time_seq(&arrival);
+            prop_assert!(is_sorted(&by_id));
+            let a = SortedRun::from_series_batch(&arrival, &fields(), key).unwrap();
+            let b = SortedRun::from_series_batch(&by_id, &fields(), key).unwrap();
+            prop_assert_eq!(&b.keys, &a.keys);
+            prop_assert_eq!(&b.batch, &a.batch);
+            prop_assert_eq!(flatten(&b), model(&all));
         }
 
         /// What a fill from each file's newest rows relies on: the newest row of each key of

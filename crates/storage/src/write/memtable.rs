@@ -12,7 +12,7 @@
 //!   no value for a row is padded with nulls only when needed, so sparse tables stay small.
 //! - `bytes()` is an upper estimate of the heap memory the buffer holds; budgets use it.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use arrow::array::{
     ArrayBuilder, ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, RecordBatch,
@@ -180,11 +180,7 @@ impl ActiveBuffer {
         let max_seq = std::mem::take(&mut self.max_seq);
         let schema: SchemaRef = Arc::new(Schema::new(fields));
         let batch = RecordBatch::try_new(schema, arrays).expect("columns have equal length");
-        Some(FrozenPart {
-            batch,
-            bytes,
-            max_seq,
-        })
+        Some(FrozenPart::new(batch, bytes, max_seq))
     }
 }
 
@@ -192,6 +188,11 @@ impl ActiveBuffer {
 /// rows equal in all three (one write naming the same point twice) keep their order, so the
 /// later one still wins when duplicates are merged.
 pub fn sort_by_series_time_seq(batch: &RecordBatch) -> RecordBatch {
+    take_record_batch(batch, &sort_order(batch)).expect("indices in range")
+}
+
+/// The order [`sort_by_series_time_seq`] puts the rows in.
+fn sort_order(batch: &RecordBatch) -> UInt32Array {
     use arrow::array::AsArray;
     use arrow::datatypes::{Int64Type, UInt32Type, UInt64Type};
     let s = batch.column(0).as_primitive::<UInt32Type>().values();
@@ -200,7 +201,7 @@ pub fn sort_by_series_time_seq(batch: &RecordBatch) -> RecordBatch {
     let mut idx: Vec<u32> = (0..batch.num_rows() as u32).collect();
     // A stable sort on plain integers: equal keys keep arrival order.
     idx.sort_by_key(|&i| (s[i as usize], t[i as usize], q[i as usize]));
-    take_record_batch(batch, &UInt32Array::from(idx)).expect("indices in range")
+    UInt32Array::from(idx)
 }
 
 /// An immutable part of a region's memtable, rows in arrival order.
@@ -210,6 +211,28 @@ pub struct FrozenPart {
     pub batch: RecordBatch,
     pub bytes: usize,
     pub max_seq: SeqNo,
+    /// The rows' (series, time, seq) order, sorted once by the first reader that needs it
+    /// and shared by the later ones and the flush (a part never changes). Four bytes a row,
+    /// not counted in `bytes`: bounded by the memtable's own limit.
+    order: OnceLock<UInt32Array>,
+}
+
+impl FrozenPart {
+    pub fn new(batch: RecordBatch, bytes: usize, max_seq: SeqNo) -> Self {
+        Self {
+            batch,
+            bytes,
+            max_seq,
+            order: OnceLock::new(),
+        }
+    }
+
+    /// The part's rows sorted by (series, time, seq), stably (as
+    /// [`sort_by_series_time_seq`] sorts them); the order is computed once.
+    pub fn sorted(&self) -> RecordBatch {
+        let order = self.order.get_or_init(|| sort_order(&self.batch));
+        take_record_batch(&self.batch, order).expect("indices in range")
+    }
 }
 
 #[cfg(test)]
