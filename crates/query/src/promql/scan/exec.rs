@@ -225,13 +225,24 @@ fn gather(
         let before: usize = values.len() - values.null_count();
         reservation.try_grow(before * SAMPLE_BYTES)?;
         let floats = values.as_primitive::<Float64Type>();
-        for ((&rank, &t), i) in run.ranks().iter().zip(run.times()).zip(0..) {
-            if floats.is_null(i) {
-                continue;
-            }
+        let (ranks, times) = (run.ranks(), run.times());
+        // A run is sorted by series then time: each series' rows are one span, copied whole.
+        let mut a = 0;
+        while a < ranks.len() {
+            let rank = ranks[a];
+            let b = a + ranks[a..].iter().take_while(|&&r| r == rank).count();
             let s = &mut series[ids[rank as usize]];
-            s.times.push(t.div_euclid(1_000_000));
-            s.values.push(floats.value(i));
+            if floats.null_count() == 0 {
+                s.times
+                    .extend(times[a..b].iter().map(|t| t.div_euclid(1_000_000)));
+                s.values.extend_from_slice(&floats.values()[a..b]);
+            } else {
+                for i in (a..b).filter(|&i| !floats.is_null(i)) {
+                    s.times.push(times[i].div_euclid(1_000_000));
+                    s.values.push(floats.value(i));
+                }
+            }
+            a = b;
         }
     }
     for s in &mut series {
