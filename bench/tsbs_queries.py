@@ -40,6 +40,8 @@ Systems (`--system`):
   victoriametrics  MetricsQL over HTTP (/api/v1/query_range, /api/v1/query); approximate, see below
   influxdb         InfluxDB 1.8 (built by bench/peers/setup.sh), InfluxQL over HTTP GET
                    /query?db=benchmark&epoch=ns, 127.0.0.1:8086; TSBS's Influx text (see influxql)
+  tempora-influxql the same InfluxQL text sent to Tempora's /query (port --tempora-http-port):
+                   its rows are digested as InfluxDB's are, so the two can be compared
 
 The SQL of tempora, tempora-http, postgresql and duckdb is one standard text (`standard_sql`), so
 results can be compared row for row; `--print-sql` prints it. Differences from TSBS's text:
@@ -89,7 +91,8 @@ from decimal import Decimal
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proctree import descendants, stat_table  # noqa: E402  (same directory)
 
-SYSTEMS = ["tempora", "tempora-http", "postgresql", "duckdb", "chdb", "questdb", "victoriametrics", "influxdb"]
+SYSTEMS = ["tempora", "tempora-http", "postgresql", "duckdb", "chdb", "questdb", "victoriametrics", "influxdb",
+           "tempora-influxql"]
 
 TAGS = ["hostname", "region", "datacenter", "rack", "os", "arch", "team", "service",
         "service_version", "service_environment"]
@@ -940,6 +943,8 @@ def make_client(args) -> Client:
         return VictoriaMetricsClient(args.host, args.vm_port)
     if s == "influxdb":
         return InfluxClient(args.host, args.influx_port, "benchmark")
+    if s == "tempora-influxql":
+        return InfluxClient(args.host, args.tempora_http_port, "benchmark")
     raise ValueError(s)
 
 
@@ -956,6 +961,8 @@ SYSTEM_NOTES = {
                  "over HTTP GET /query (JSON, epoch=ns), one kept-alive connection; TSBS's Influx text but "
                  "cpu-max-all-* by 1h (TSBS: 1m) and groupby-orderby-limit ORDER BY time DESC (TSBS: the 5 "
                  "earliest minutes); series made into the standard rows, empty buckets (fill(null)) dropped"),
+    "tempora-influxql": ("Tempora's /query (InfluxQL over HTTP GET, JSON, epoch=ns), one kept-alive connection; "
+                         "the same text and row handling as influxdb"),
 }
 
 
@@ -1359,7 +1366,7 @@ def main(argv=None):
             elif args.system == "victoriametrics":
                 q = victoriametrics_query(qt, p)
                 t = q["path"] + " " + json.dumps(q["params"])
-            elif args.system == "influxdb":
+            elif args.system in ("influxdb", "tempora-influxql"):
                 t = influxql(qt, p)
             else:
                 t = standard_sql(qt, p, sp)

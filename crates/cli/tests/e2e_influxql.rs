@@ -78,7 +78,10 @@ fn grafana_s_influxql_is_answered_as_influxdb_answers_it() {
         "telegraf",
         "SHOW MEASUREMENTS WITH MEASUREMENT =~ /c/ LIMIT 100; SHOW TAG KEYS FROM \"cpu\"; \
          SHOW FIELD KEYS FROM \"cpu\"; SHOW TAG VALUES FROM \"cpu\" WITH KEY = \"host\"; \
-         SHOW RETENTION POLICIES ON \"telegraf\"; SELECT usage, mean(idle) FROM cpu; SHOW SERIES FROM mem",
+         SHOW RETENTION POLICIES ON \"telegraf\"; SELECT usage, mean(idle) FROM cpu; SHOW SERIES FROM mem; \
+         SHOW TAG VALUES FROM \"cpu\" WITH KEY = \"host\" WHERE \"region\" = ''; \
+         SHOW TAG VALUES FROM \"cpu\" WITH KEY = \"host\" WHERE \"usage\" > 14; \
+         SHOW SERIES FROM \"cpu\" WHERE \"host\" =~ /a/",
         &[],
     );
     let r = &v["results"];
@@ -103,6 +106,22 @@ fn grafana_s_influxql_is_answered_as_influxdb_answers_it() {
     assert_eq!(
         r[6]["series"][0]["values"],
         serde_json::json!([["mem,host=a"]])
+    );
+    // From the series index (tags only; a missing tag is ''), and by a scan (a field).
+    assert_eq!(
+        r[7]["series"][0]["values"],
+        serde_json::json!([["host", "b"]]),
+        "{v}"
+    );
+    assert_eq!(
+        r[8]["series"][0]["values"],
+        serde_json::json!([["host", "a"], ["host", "b"]]),
+        "{v}"
+    );
+    assert_eq!(
+        r[9]["series"][0]["values"],
+        serde_json::json!([["cpu,host=a,region=eu"]]),
+        "{v}"
     );
     // A text that does not parse is refused whole, as InfluxDB refuses it.
     let v = query(&s, "telegraf", "SHOW MEASUREMENTS; SELECT nope FROM", &[]);
@@ -130,6 +149,37 @@ fn grafana_s_influxql_is_answered_as_influxdb_answers_it() {
         serde_json::json!([[T0 + 300, 55]]),
         "{v}"
     );
+    // Per-series limits, done in SQL: the newest point of each host (TSBS's lastpoint, from
+    // the last-value cache), and two points of each after the first.
+    let v = query(
+        &s,
+        "telegraf",
+        "SELECT * FROM cpu GROUP BY host ORDER BY time DESC LIMIT 1; \
+         SELECT usage FROM cpu GROUP BY host LIMIT 2 OFFSET 1",
+        &["epoch=s"],
+    );
+    let r = &v["results"];
+    assert_eq!(
+        r[0]["series"][0]["columns"],
+        serde_json::json!(["time", "idle", "region", "usage"]),
+        "{v}"
+    );
+    assert_eq!(
+        r[0]["series"][0]["values"],
+        serde_json::json!([[T0 + 300, 85, "eu", 15]]),
+        "{v}"
+    );
+    assert_eq!(
+        r[0]["series"][1]["values"],
+        serde_json::json!([[T0 + 300, null, null, 55]]),
+        "{v}"
+    );
+    assert_eq!(
+        r[1]["series"][1]["values"],
+        serde_json::json!([[T0 + 60, 51], [T0 + 120, 52]]),
+        "{v}"
+    );
+    assert_eq!(r[1]["series"][1]["tags"], serde_json::json!({"host": "b"}));
     // Telegraf dashboards' rate: one point a minute rising by 1.
     let q = format!(
         "SELECT non_negative_derivative(max(usage), 1m) FROM cpu WHERE host = 'a' AND time >= {}s AND time < {}s GROUP BY time(1m)",
@@ -149,6 +199,19 @@ fn grafana_s_influxql_is_answered_as_influxdb_answers_it() {
     assert_eq!(
         v["results"][0]["series"][0]["columns"],
         serde_json::json!(["time", "non_negative_derivative"])
+    );
+    // As InfluxDB, the range is read from one bucket earlier: its first (partial) bucket has
+    // a rate too, and the earlier bucket is not reported.
+    let q = format!(
+        "SELECT non_negative_derivative(max(usage), 1m) FROM cpu WHERE host = 'a' AND time >= {}s AND time < {}s GROUP BY time(1m)",
+        T0 + 60,
+        T0 + 360
+    );
+    let v = query(&s, "telegraf", &q, &["epoch=s"]);
+    assert_eq!(
+        v["results"][0]["series"][0]["values"],
+        serde_json::json!(want),
+        "{v}"
     );
     // Without epoch, times are RFC 3339.
     let v = query(

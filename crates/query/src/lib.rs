@@ -48,6 +48,7 @@ pub mod plan;
 pub mod promql;
 pub mod pushdown;
 pub mod rules;
+pub mod series_tags;
 pub mod service;
 pub mod sql;
 pub mod stages;

@@ -183,6 +183,9 @@ fn shape(
     let mut series = Vec::new();
     for (key, mut points) in out {
         transform(&mut points, &t.transforms);
+        if let Some(start) = t.drop_before {
+            points.retain(|(ns, _)| *ns >= start);
+        }
         // No series for a group with no point in range (a fill grid of nulls).
         if !points.iter().any(|(_, v)| v.iter().any(|x| !x.is_null())) {
             continue;
@@ -374,7 +377,17 @@ async fn show(
                     })
                     .collect();
                 let mut values = Vec::new();
+                let fast = index_matcher(&c, condition)?;
                 for k in keys {
+                    if let Some(matcher) = &fast {
+                        let sets = index_tag_sets(s, &db, &m, vec![k.clone()], matcher).await?;
+                        values.extend(
+                            sets.into_iter()
+                                .filter_map(|mut v| v.pop().flatten())
+                                .map(|v| json!([k, v])),
+                        );
+                        continue;
+                    }
                     let q = quote(k);
                     let sql = format!(
                         "{} WHERE {q} IS NOT NULL ORDER BY {q}",
@@ -408,8 +421,18 @@ async fn show(
                     keys.push(m.clone());
                     continue;
                 }
-                let sql = distinct_tags_sql(&m, &c, &c.tags, condition)?;
-                for row in sql_rows(s, who, &db, &sql).await? {
+                let rows: Vec<Vec<Value>> = match index_matcher(&c, condition)? {
+                    Some(matcher) => index_tag_sets(s, &db, &m, c.tags.clone(), &matcher)
+                        .await?
+                        .into_iter()
+                        .map(|set| set.into_iter().map(|v| json!(v)).collect())
+                        .collect(),
+                    None => {
+                        let sql = distinct_tags_sql(&m, &c, &c.tags, condition)?;
+                        sql_rows(s, who, &db, &sql).await?
+                    }
+                };
+                for row in rows {
                     let mut key = m.clone();
                     for (t, v) in c.tags.iter().zip(row) {
                         if let Some(v) = v.as_str() {
@@ -430,6 +453,52 @@ async fn show(
         }
         _ => Err(ServerError::BadRequest("unsupported statement".into())),
     }
+}
+
+/// The series-index matcher of a SHOW statement's condition, when it reads tags only (no
+/// condition: every series); `None` when it needs a scan (fields, time).
+fn index_matcher(
+    c: &Columns,
+    condition: &Option<tempora_query::influxql::ast::Expr>,
+) -> Result<Option<tempora_index::Matcher>, ServerError> {
+    let Some(cond) = condition else {
+        return Ok(Some(tempora_index::Matcher::All));
+    };
+    let fields: Vec<String> = c.fields.iter().map(|(f, _)| f.clone()).collect();
+    tempora_query::influxql::tag_matcher::matcher(cond, &fields)
+        .transpose()
+        .map_err(ServerError::BadRequest)
+}
+
+/// The distinct value tuples of `tags` (a missing or empty value is `None`) over the series
+/// of measurement `m` that `matcher` selects, sorted, read from the series indexes off the
+/// async runtime; at most `max_result_rows` of them.
+async fn index_tag_sets(
+    s: &AppState,
+    db: &str,
+    m: &str,
+    tags: Vec<String>,
+    matcher: &tempora_index::Matcher,
+) -> Result<std::collections::BTreeSet<Vec<Option<String>>>, ServerError> {
+    let engine = s.ready()?.engine.clone();
+    let qualified = tempora_storage::catalog::qualified(db, m);
+    let limit = s.config.max_result_rows;
+    let matcher = matcher.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut out = std::collections::BTreeSet::new();
+        tempora_query::series_tags::each_series(&engine, &qualified, &tags, matcher, None, &mut |v| {
+            out.insert(v.iter().map(|v| v.map(str::to_string)).collect());
+            if out.len() > limit {
+                return Err(tempora_query::QueryError::Sql(format!(
+                    "more than {limit} series or tag values match (max_result_rows); narrow the condition"
+                )));
+            }
+            Ok(())
+        })?;
+        Ok::<_, ServerError>(out)
+    })
+    .await
+    .map_err(|e| ServerError::Internal(e.to_string()))?
 }
 
 fn quote(name: &str) -> String {

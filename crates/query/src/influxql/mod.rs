@@ -11,6 +11,7 @@
 pub mod ast;
 pub mod lexer;
 pub mod parser;
+pub mod tag_matcher;
 pub mod translate;
 
 #[cfg(test)]

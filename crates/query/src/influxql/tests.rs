@@ -40,10 +40,28 @@ fn grafana_queries_translate() {
             &[],
         ),
         (
-            "raw points, a missing tag equals '', newest first",
+            "raw points, a missing tag equals '', newest first, ties in series-key order",
             "SELECT usage FROM cpu WHERE region = '' AND host != 'b' ORDER BY time DESC LIMIT 5",
-            r#"SELECT "time", "usage" AS "usage" FROM "cpu" WHERE (("region" = '' OR "region" IS NULL) AND ("host" <> 'b' OR "host" IS NULL)) AND ("usage" IS NOT NULL) ORDER BY "time" DESC LIMIT 5"#,
+            r#"SELECT "time", "usage" AS "usage" FROM "cpu" WHERE (("region" = '' OR "region" IS NULL) AND ("host" <> 'b' OR "host" IS NULL)) AND ("usage" IS NOT NULL) ORDER BY "time" DESC, "host" NULLS LAST, "region" NULLS LAST LIMIT 5"#,
             &[],
+        ),
+        (
+            "arithmetic over an aggregate at any depth (Grafana's math), fill(previous)",
+            "SELECT mean(\"usage\") * 2 + 1 AS \"x\" FROM \"cpu\" WHERE time >= 1700000000000ms and time <= 1700003599999ms GROUP BY time(30s) fill(previous)",
+            r#"SELECT "time", ((avg("usage") * 2) + 1) AS "x" FROM "cpu" WHERE ("time" >= '2023-11-14T22:13:20.000000000Z' AND "time" <= '2023-11-14T23:13:19.999000000Z') SAMPLE BY 30000000000ns FILL(PREV) ORDER BY "time""#,
+            &[],
+        ),
+        (
+            "TSBS lastpoint: the newest point of each host as DISTINCT ON; every field selected, no filter",
+            "SELECT * from cpu group by \"host\" order by time desc limit 1",
+            r#"SELECT DISTINCT ON ("host") "host" AS "__tag0", "time", "idle" AS "idle", "region" AS "region", "usage" AS "usage" FROM "cpu" ORDER BY "host" NULLS FIRST, "time" DESC"#,
+            &["host"],
+        ),
+        (
+            "raw points, two per series after one, numbered in SQL",
+            "SELECT usage FROM cpu GROUP BY host LIMIT 2 OFFSET 1",
+            r#"SELECT "__tag0", "time", "usage" FROM (SELECT "host" AS "__tag0", "time", "usage" AS "usage", row_number() OVER (PARTITION BY "host" ORDER BY "time") AS "__rn" FROM "cpu" WHERE ("usage" IS NOT NULL)) AS "__points" WHERE "__rn" > 1 AND "__rn" <= 3 ORDER BY "__tag0" NULLS FIRST, "time""#,
+            &["host"],
         ),
         (
             "GROUP BY * and an aggregate without time: grouped by every tag",
@@ -178,6 +196,26 @@ fn derivatives() {
     let q = "SELECT non_negative_derivative(max(usage), 1s) AS rate FROM cpu WHERE time > now() - 1h GROUP BY time(1m)";
     let t = select(&sel(q), "cpu", &cpu(), NOW).unwrap();
     assert!(t.sql.contains(r#"max("usage") AS "rate""#), "{}", t.sql);
+    // The range is read from one bucket earlier (so its first bucket has a rate), and the
+    // earlier bucket is not reported.
+    let hour_ago = NOW - 3_600_000_000_000;
+    assert!(
+        t.sql
+            .contains(r#""time" > '2023-11-14T22:12:20.000000000Z'"#),
+        "{}",
+        t.sql
+    );
+    let minute = 60_000_000_000;
+    assert_eq!(
+        t.drop_before,
+        Some(hour_ago / minute * minute),
+        "its bucket's start"
+    );
+    let plain = "SELECT max(usage) FROM cpu WHERE time > now() - 1h GROUP BY time(1m)";
+    assert_eq!(
+        select(&sel(plain), "cpu", &cpu(), NOW).unwrap().drop_before,
+        None
+    );
     assert_eq!(t.columns, ["rate"]);
     assert_eq!(
         t.transforms,

@@ -33,6 +33,11 @@ pub struct Translated {
     pub series_limit: Option<(u64, u64)>,
     /// Per output column, a transform applied over each series' rows in time order.
     pub transforms: Vec<Option<Transform>>,
+    /// Points before this time (ns) are dropped after the transforms: a derivative reads one
+    /// bucket before the range (as InfluxDB does, so that the range's first bucket has a
+    /// rate), which is not itself reported. It is the start of the bucket holding the
+    /// range's start.
+    pub drop_before: Option<i64>,
 }
 
 /// `derivative(agg, unit)` and `non_negative_derivative(agg, unit)`: each bucket's change from
@@ -81,6 +86,9 @@ struct Ctx<'a> {
     now: i64,
     lower: Option<i64>,
     upper: bool,
+    /// Subtracted from every lower time bound written (the lower bound recorded is the one
+    /// the statement gives).
+    widen_ns: i64,
 }
 
 impl Ctx<'_> {
@@ -132,7 +140,11 @@ impl Ctx<'_> {
                     _ => {}
                 }
                 let op = if op == "<>" { "!=" } else { op };
-                Ok(format!("\"time\" {op} {}", time_literal(ns)))
+                let written = match op {
+                    ">" | ">=" => ns.saturating_sub(self.widen_ns),
+                    _ => ns,
+                };
+                Ok(format!("\"time\" {op} {}", time_literal(written)))
             }
             Expr::Binary(l, op @ ("=~" | "!~"), r) => {
                 let Expr::Regex(re) = r.as_ref() else {
@@ -246,6 +258,19 @@ fn aggregate(name: &str, args: &[Expr], ctx: &mut Ctx<'_>) -> Result<String, Str
     })
 }
 
+/// Arithmetic over aggregates and constants (`mean(x) * 2 + 1`), at any depth.
+fn aggregate_arithmetic(e: &Expr, ctx: &mut Ctx<'_>) -> Result<String, String> {
+    match e {
+        Expr::Call(n, a) => aggregate(n, a, ctx),
+        Expr::Binary(l, op, r) if matches!(*op, "+" | "-" | "*" | "/" | "%") => Ok(format!(
+            "({} {op} {})",
+            aggregate_arithmetic(l, ctx)?,
+            aggregate_arithmetic(r, ctx)?
+        )),
+        other => ctx.operand(other),
+    }
+}
+
 fn arg<'e>(name: &str, args: &'e [Expr]) -> Result<&'e Expr, String> {
     match args {
         [a] => Ok(a),
@@ -284,6 +309,53 @@ fn field_name(f: &Field) -> String {
     f.alias.clone().unwrap_or_else(|| base(&f.expr))
 }
 
+/// Raw points with a per-series `LIMIT`/`OFFSET`, limited in SQL rather than after every
+/// point is read: `LIMIT 1` as `DISTINCT ON` the series' tags (Grafana's and TSBS's "last
+/// point of each host", which the last-value cache answers), others by each point's number
+/// in its series. `list` is the select list (`__tag0`, …, `time`, the outputs as `columns`)
+/// and `from_where` the statement's FROM and WHERE.
+fn raw_per_series(
+    list: &[String],
+    from_where: &str,
+    group_tags: &[String],
+    columns: &[String],
+    s: &Select,
+) -> String {
+    let keys: Vec<String> = group_tags.iter().map(|t| ident(t)).collect();
+    let keys = keys.join(", ");
+    let dir = if s.desc { " DESC" } else { "" };
+    let offset = s.offset.unwrap_or(0);
+    if s.limit == Some(1) && offset == 0 {
+        let by: Vec<String> = group_tags
+            .iter()
+            .map(|t| format!("{} NULLS FIRST", ident(t)))
+            .collect();
+        return format!(
+            "SELECT DISTINCT ON ({keys}) {}{from_where} ORDER BY {}, \"time\"{dir}",
+            list.join(", "),
+            by.join(", ")
+        );
+    }
+    let tags = (0..group_tags.len()).map(|i| format!("\"__tag{i}\""));
+    let outer: Vec<String> = tags
+        .clone()
+        .chain(std::iter::once("\"time\"".to_string()))
+        .chain(columns.iter().map(|c| ident(c)))
+        .collect();
+    let order: Vec<String> = tags.map(|t| format!("{t} NULLS FIRST")).collect();
+    let upper = s
+        .limit
+        .map(|l| format!(" AND \"__rn\" <= {}", offset.saturating_add(l)))
+        .unwrap_or_default();
+    format!(
+        "SELECT {} FROM (SELECT {}, row_number() OVER (PARTITION BY {keys} ORDER BY \"time\"{dir}) \
+         AS \"__rn\"{from_where}) AS \"__points\" WHERE \"__rn\" > {offset}{upper} ORDER BY {}, \"time\"{dir}",
+        outer.join(", "),
+        list.join(", "),
+        order.join(", ")
+    )
+}
+
 /// `s` over measurement `name` with columns `cols`, at request time `now` (ns).
 pub fn select(s: &Select, name: &str, cols: &Columns, now: i64) -> Result<Translated, String> {
     let mut ctx = Ctx {
@@ -291,6 +363,7 @@ pub fn select(s: &Select, name: &str, cols: &Columns, now: i64) -> Result<Transl
         now,
         lower: None,
         upper: false,
+        widen_ns: 0,
     };
     let aggregate_query = s.fields.iter().any(|f| has_call(&f.expr));
     if aggregate_query && s.fields.iter().any(|f| !has_call(&f.expr)) {
@@ -360,13 +433,7 @@ pub fn select(s: &Select, name: &str, cols: &Columns, now: i64) -> Result<Transl
         }
         let sql = match &f.expr {
             Expr::Call(n, a) => aggregate(n, a, &mut ctx)?,
-            Expr::Binary(l, op, r) if has_call(&f.expr) => {
-                let side = |e: &Expr, ctx: &mut Ctx<'_>| match e {
-                    Expr::Call(n, a) => aggregate(n, a, ctx),
-                    other => ctx.operand(other),
-                };
-                format!("({} {op} {})", side(l, &mut ctx)?, side(r, &mut ctx)?)
-            }
+            e @ Expr::Binary(..) if has_call(e) => aggregate_arithmetic(e, &mut ctx)?,
             other => ctx.operand(other)?,
         };
         outputs.push((field_name(f), sql));
@@ -380,6 +447,12 @@ pub fn select(s: &Select, name: &str, cols: &Columns, now: i64) -> Result<Transl
         }
         *k += 1;
     }
+    // A derivative's first bucket needs the bucket before the range.
+    if transforms.iter().any(Option::is_some)
+        && let Some((width, _)) = s.group_time
+    {
+        ctx.widen_ns = width;
+    }
     let condition = s.condition.as_ref().map(|c| ctx.cond(c)).transpose()?;
     let mut wheres: Vec<String> = condition.into_iter().collect();
     if s.group_time.is_some() && !ctx.upper {
@@ -391,7 +464,13 @@ pub fn select(s: &Select, name: &str, cols: &Columns, now: i64) -> Result<Transl
             .filter(|(n, _)| cols.fields.iter().any(|(f, _)| f == n))
             .map(|(_, sql)| sql)
             .collect();
-        if !fields.is_empty() {
+        // Every stored point has a field: selecting all of them needs no filter (and keeps
+        // `SELECT * … GROUP BY tags LIMIT 1` on the last-value cache).
+        let all = cols
+            .fields
+            .iter()
+            .all(|(f, _)| outputs.iter().any(|(n, _)| n == f));
+        if !fields.is_empty() && !all {
             let any: Vec<String> = fields.iter().map(|f| format!("{f} IS NOT NULL")).collect();
             wheres.push(format!("({})", any.join(" OR ")));
         }
@@ -433,10 +512,13 @@ pub fn select(s: &Select, name: &str, cols: &Columns, now: i64) -> Result<Transl
             .iter()
             .map(|(n, sql)| format!("{sql} AS {}", ident(n))),
     );
-    let mut sql = format!("SELECT {} FROM {}", select_list.join(", "), ident(name));
+    let mut from_where = format!(" FROM {}", ident(name));
     if !wheres.is_empty() {
-        sql += &format!(" WHERE {}", wheres.join(" AND "));
+        from_where += &format!(" WHERE {}", wheres.join(" AND "));
     }
+    let mut sql = format!("SELECT {}{from_where}", select_list.join(", "));
+    let per_series_raw =
+        !aggregate_query && !group_tags.is_empty() && (s.limit.is_some() || s.offset.is_some());
     let order_tags: Vec<String> = (0..group_tags.len())
         .map(|i| format!("\"__tag{i}\" NULLS FIRST"))
         .collect();
@@ -470,13 +552,27 @@ pub fn select(s: &Select, name: &str, cols: &Columns, now: i64) -> Result<Transl
                 );
             }
         }
+        None if per_series_raw => {
+            let names: Vec<String> = outputs.iter().map(|(n, _)| n.clone()).collect();
+            sql = raw_per_series(&select_list, &from_where, &group_tags, &names, s);
+        }
         None => {
             let mut order = order_tags;
             order.push(format!("\"time\"{dir}"));
+            // Points of one time from several series come in series-key order, as InfluxDB
+            // merges them (a key lists its tags by name).
+            order.extend(
+                cols.tags
+                    .iter()
+                    .filter(|t| !group_tags.contains(t))
+                    .map(|t| format!("{} NULLS LAST", ident(t))),
+            );
             sql += &format!(" ORDER BY {}", order.join(", "));
         }
     }
-    let series_limit = if group_tags.is_empty() {
+    let series_limit = if per_series_raw {
+        None // limited in SQL
+    } else if group_tags.is_empty() {
         if let Some(l) = s.limit {
             sql += &format!(" LIMIT {l}");
         }
@@ -501,5 +597,9 @@ pub fn select(s: &Select, name: &str, cols: &Columns, now: i64) -> Result<Transl
         fixed_time: (aggregate_query && s.group_time.is_none() && selector_time.is_none())
             .then_some(ctx.lower.unwrap_or(0)),
         series_limit,
+        // The bucket holding the range's start is the first reported.
+        drop_before: (ctx.widen_ns > 0)
+            .then(|| ctx.lower.map(|l| l.div_euclid(ctx.widen_ns) * ctx.widen_ns))
+            .flatten(),
     })
 }

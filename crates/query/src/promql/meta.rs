@@ -9,7 +9,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use promql_parser::parser::Expr as PExpr;
 use tempora_index::Matcher;
-use tempora_storage::ScanRequest;
 
 use super::names::{self, Metric};
 use super::plan::{Context, selector};
@@ -78,8 +77,7 @@ fn time(start: i64, end: i64) -> Option<(i64, i64)> {
     ))
 }
 
-/// Calls `each` with the values of `tags` (absent or empty: `None`) of every series of
-/// `table` that `matcher` selects in the range.
+/// [`crate::series_tags::each_series`] over `table` of the context's database in `range` (ms).
 fn each_series(
     cx: &Context,
     table: &str,
@@ -88,32 +86,15 @@ fn each_series(
     range: (i64, i64),
     each: &mut dyn FnMut(&[Option<&str>]) -> Result<()>,
 ) -> Result<()> {
-    use arrow::array::Array;
-    let req = ScanRequest {
-        time: time(range.0, range.1),
+    let qualified = tempora_storage::catalog::qualified(cx.db, table);
+    crate::series_tags::each_series(
+        cx.engine,
+        &qualified,
+        tags,
         matcher,
-        fields: Some(Vec::new()),
-        tags: Some(Vec::new()),
-        field_bounds: Vec::new(),
-    };
-    let plan = cx
-        .engine
-        .plan_scan(&tempora_storage::catalog::qualified(cx.db, table), &req)?;
-    for i in 0..plan.regions() {
-        let keys = plan.series_keys(i)?;
-        let values = tempora_storage::read::tag_columns(keys.iter().map(|k| k.as_ref()), tags)?;
-        let mut row: Vec<Option<&str>> = Vec::with_capacity(tags.len());
-        for k in 0..keys.len() {
-            row.clear();
-            row.extend(values.iter().map(|col| {
-                (!col.is_null(k))
-                    .then(|| col.value(k))
-                    .filter(|v| !v.is_empty())
-            }));
-            each(&row)?;
-        }
-    }
-    Ok(())
+        time(range.0, range.1),
+        each,
+    )
 }
 
 fn too_many() -> QueryError {
