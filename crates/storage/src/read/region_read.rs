@@ -10,9 +10,9 @@
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, AsArray, BooleanArray, DictionaryArray, RecordBatch, UInt32Array};
-use arrow::compute::{filter_record_batch, take};
-use arrow::datatypes::{Int64Type, UInt32Type};
+use arrow::array::{ArrayRef, DictionaryArray, RecordBatch, UInt32Array};
+use arrow::compute::take;
+use arrow::datatypes::UInt32Type;
 use bytes::Bytes;
 use roaring::RoaringBitmap;
 use tempora_model::{FieldType, SeriesId};
@@ -68,9 +68,13 @@ pub(crate) fn scan_region_bounded(
         });
         let key_of = |id: u32| Bytes::copy_from_slice(index.key(SeriesId(id)).expect("indexed"));
         let mut runs = Vec::new();
+        let names: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
         for part in &rs.snap.frozen {
             // Sorted by series (once per part), so the run needs no sort of its own.
-            let b = filter_part(&part.sorted(), ids, time)?;
+            let keep = |s: u32, t: i64| {
+                ids.is_none_or(|m| m.contains(s)) && time.is_none_or(|(st, e)| t >= st && t < e)
+            };
+            let b = part.sorted_rows(keep, &names);
             let b = tombstone::apply_to_part(&b, &rs.snap.tombstones, key_of)?;
             if b.num_rows() > 0 {
                 runs.push(SortedRun::from_series_batch(&b, fields, key_of)?);
@@ -92,27 +96,6 @@ pub(crate) fn scan_region_bounded(
         runs.push(tombstone::apply_to_run(run, &tombs)?);
     }
     Ok((merge_runs(&runs, fields)?, bounded))
-}
-
-fn filter_part(
-    b: &RecordBatch,
-    ids: Option<&RoaringBitmap>,
-    time: Option<(i64, i64)>,
-) -> Result<RecordBatch> {
-    if ids.is_none() && time.is_none() {
-        return Ok(b.clone());
-    }
-    let s = b.column(0).as_primitive::<UInt32Type>().values();
-    let t = b.column(1).as_primitive::<Int64Type>().values();
-    let mask: BooleanArray = (0..b.num_rows())
-        .map(|i| {
-            Some(
-                ids.is_none_or(|m| m.contains(s[i]))
-                    && time.is_none_or(|(st, e)| t[i] >= st && t[i] < e),
-            )
-        })
-        .collect();
-    Ok(filter_record_batch(b, &mask)?)
 }
 
 /// Converts a run to the scan output shape, decoding each key once.

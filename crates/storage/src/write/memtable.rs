@@ -230,8 +230,34 @@ impl FrozenPart {
     /// The part's rows sorted by (series, time, seq), stably (as
     /// [`sort_by_series_time_seq`] sorts them); the order is computed once.
     pub fn sorted(&self) -> RecordBatch {
-        let order = self.order.get_or_init(|| sort_order(&self.batch));
-        take_record_batch(&self.batch, order).expect("indices in range")
+        take_record_batch(&self.batch, self.order()).expect("indices in range")
+    }
+
+    /// The rows `keep(series, time)` accepts, sorted as [`FrozenPart::sorted`], with the
+    /// columns `__series`, `time`, `__seq` and those of `fields` the part has: a read copies
+    /// only what it asked for.
+    pub fn sorted_rows(&self, keep: impl Fn(u32, i64) -> bool, fields: &[&str]) -> RecordBatch {
+        use arrow::array::AsArray;
+        use arrow::datatypes::{Int64Type, UInt32Type};
+        let s = self.batch.column(0).as_primitive::<UInt32Type>().values();
+        let t = self.batch.column(1).as_primitive::<Int64Type>().values();
+        let rows: UInt32Array = self
+            .order()
+            .values()
+            .iter()
+            .copied()
+            .filter(|&i| keep(s[i as usize], t[i as usize]))
+            .collect();
+        let schema = self.batch.schema();
+        let columns: Vec<usize> = (0..3)
+            .chain(fields.iter().filter_map(|f| schema.index_of(f).ok()))
+            .collect();
+        let projected = self.batch.project(&columns).expect("columns exist");
+        take_record_batch(&projected, &rows).expect("indices in range")
+    }
+
+    fn order(&self) -> &UInt32Array {
+        self.order.get_or_init(|| sort_order(&self.batch))
     }
 }
 
@@ -298,6 +324,19 @@ mod tests {
             (true, 7, true)
         );
         assert_eq!(part.max_seq, SeqNo(3));
+        // The part's own sorted form is the same, and a read takes only the rows it keeps
+        // and the fields it names, still sorted.
+        assert_eq!(&part.sorted(), batch);
+        let read = part.sorted_rows(|s, t| s == 1 || t > 100, &["b", "missing"]);
+        let names: Vec<String> = read
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        assert_eq!(names, ["__series", "time", "__seq", "b"]);
+        let times: Vec<i64> = read.column(1).as_primitive::<Int64Type>().values().to_vec();
+        assert_eq!(times, vec![5, 20], "series 1 only, in time order");
     }
 
     #[test]
