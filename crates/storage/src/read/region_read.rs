@@ -71,10 +71,7 @@ pub(crate) fn scan_region_bounded(
         let names: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
         for part in &rs.snap.frozen {
             // Sorted by series (once per part), so the run needs no sort of its own.
-            let keep = |s: u32, t: i64| {
-                ids.is_none_or(|m| m.contains(s)) && time.is_none_or(|(st, e)| t >= st && t < e)
-            };
-            let b = part.sorted_rows(keep, &names);
+            let b = part.sorted_rows(ids, time, &names);
             let b = tombstone::apply_to_part(&b, &rs.snap.tombstones, key_of)?;
             if b.num_rows() > 0 {
                 runs.push(SortedRun::from_series_batch(&b, fields, key_of)?);
