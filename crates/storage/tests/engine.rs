@@ -671,3 +671,53 @@ fn series_filters_skip_row_groups_without_losing_rows() {
         assert_eq!(got, want, "{pick:?}");
     }
 }
+
+/// A deleted series stays in its region's index, but the series listing (PromQL's
+/// `/api/v1/series`, InfluxQL's `SHOW SERIES` and `SHOW TAG VALUES`) does not name it.
+#[test]
+fn series_listing_leaves_out_deleted_series() {
+    use tempora_storage::DeleteRequest;
+    let (io, _) = EngineIo::memory();
+    let e = Engine::open(small_opts(), io).unwrap();
+    let mut b = RowBatchBuilder::new("cpu").unwrap();
+    for host in ["a", "b"] {
+        b.push(
+            &[("host", host)],
+            &[("v", FieldValue::F64(1.0))],
+            Timestamp(1),
+        )
+        .unwrap();
+    }
+    e.write(b.finish()).unwrap();
+    let listed = |e: &Engine| {
+        let req = ScanRequest {
+            time: None,
+            matcher: Matcher::All,
+            fields: Some(Vec::new()),
+            tags: Some(Vec::new()),
+            field_bounds: Vec::new(),
+        };
+        let plan = e.plan_scan("cpu", &req).unwrap();
+        let mut keys: Vec<bytes::Bytes> = (0..plan.regions())
+            .flat_map(|i| plan.series_keys(i).unwrap())
+            .collect();
+        keys.sort();
+        keys
+    };
+    assert_eq!(listed(&e).len(), 2);
+    e.delete(
+        "cpu",
+        &DeleteRequest {
+            time: None,
+            matcher: Matcher::Eq("host".into(), "a".into()),
+            series_filter: None,
+        },
+    )
+    .unwrap();
+    let left = listed(&e);
+    assert_eq!(left.len(), 1, "{left:?}");
+    let mut tags = Vec::new();
+    tempora_model::for_each_tag(&left[0], |k, v| tags.push((k.to_string(), v.to_string())))
+        .unwrap();
+    assert_eq!(tags, [("host".to_string(), "b".to_string())]);
+}

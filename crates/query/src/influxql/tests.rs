@@ -211,6 +211,20 @@ fn derivatives() {
         Some(hour_ago / minute * minute),
         "its bucket's start"
     );
+    // LIMIT counts the reported points, so it is applied after the earlier bucket is cut.
+    let limited = format!("{q} LIMIT 10 OFFSET 1");
+    let t = select(&sel(&limited), "cpu", &cpu(), NOW).unwrap();
+    assert!(!t.sql.contains("LIMIT"), "{}", t.sql);
+    assert_eq!(t.series_limit, Some((10, 1)));
+    // Every field named but one read twice: the any-field filter stays.
+    let twice = select(
+        &sel("SELECT usage, usage AS idle FROM cpu"),
+        "cpu",
+        &cpu(),
+        NOW,
+    )
+    .unwrap();
+    assert!(twice.sql.contains("IS NOT NULL"), "{}", twice.sql);
     let plain = "SELECT max(usage) FROM cpu WHERE time > now() - 1h GROUP BY time(1m)";
     assert_eq!(
         select(&sel(plain), "cpu", &cpu(), NOW).unwrap().drop_before,

@@ -469,7 +469,7 @@ pub fn select(s: &Select, name: &str, cols: &Columns, now: i64) -> Result<Transl
         let all = cols
             .fields
             .iter()
-            .all(|(f, _)| outputs.iter().any(|(n, _)| n == f));
+            .all(|(f, _)| outputs.iter().any(|(_, sql)| *sql == ident(f)));
         if !fields.is_empty() && !all {
             let any: Vec<String> = fields.iter().map(|f| format!("{f} IS NOT NULL")).collect();
             wheres.push(format!("({})", any.join(" OR ")));
@@ -572,7 +572,7 @@ pub fn select(s: &Select, name: &str, cols: &Columns, now: i64) -> Result<Transl
     }
     let series_limit = if per_series_raw {
         None // limited in SQL
-    } else if group_tags.is_empty() {
+    } else if group_tags.is_empty() && ctx.widen_ns == 0 {
         if let Some(l) = s.limit {
             sql += &format!(" LIMIT {l}");
         }

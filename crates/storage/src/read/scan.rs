@@ -250,13 +250,29 @@ impl ScanPlan {
     }
 
     /// The keys of the series part `i` selects, from the region's index alone (a dense
-    /// table's block is read): series with rows anywhere in the region's time partition, so
+    /// table's block is read, and so is a region with deletes, whose index still names the
+    /// deleted series): series with rows anywhere in the region's time partition, so
     /// possibly outside the scan's range. Prometheus's series and label listings use it.
     pub fn series_keys(&self, i: usize) -> Result<Vec<bytes::Bytes>> {
         if !self.dense.is_empty() {
             return Ok(self.run(i, self.time)?.keys.to_vec());
         }
         let r = &self.regions[i];
+        if !r.snap.tombstones.is_empty() {
+            // A deleted series stays in the index: list the keys of the rows that remain.
+            let run = self.run(i, self.time)?;
+            let mut present = vec![false; run.keys.len()];
+            for &k in run.ranks() {
+                present[k as usize] = true;
+            }
+            return Ok(run
+                .keys
+                .iter()
+                .zip(present)
+                .filter(|(_, p)| *p)
+                .map(|(k, _)| k.clone())
+                .collect());
+        }
         let index = r.region.index_read()?;
         let copy = |k: &[u8]| bytes::Bytes::copy_from_slice(k);
         Ok(match &r.ids {
