@@ -258,8 +258,10 @@ impl ScanPlan {
             return Ok(self.run(i, self.time)?.keys.to_vec());
         }
         let r = &self.regions[i];
-        if !r.snap.tombstones.is_empty() {
+        if !r.snap.tombstones.is_empty() && !self.raw_expired(i) {
             // A deleted series stays in the index: list the keys of the rows that remain.
+            // (Not where raw rows expired and rollups remain: the raw rows left there do not
+            // name every series the rollups still hold, so the index answers.)
             let run = self.run(i, self.time)?;
             let mut present = vec![false; run.keys.len()];
             for &k in run.ranks() {
