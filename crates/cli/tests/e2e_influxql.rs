@@ -213,6 +213,53 @@ fn grafana_s_influxql_is_answered_as_influxdb_answers_it() {
         serde_json::json!(want),
         "{v}"
     );
+    // In descending order each rate is from the later bucket (InfluxDB's sign: -1 a minute
+    // here); the end is read one bucket further and nothing after the range is reported.
+    let q = format!(
+        "SELECT derivative(max(usage), 1m) FROM cpu WHERE host = 'a' AND time >= {}s AND time < {}s GROUP BY time(1m) ORDER BY time DESC",
+        T0,
+        T0 + 300
+    );
+    let v = query(&s, "telegraf", &q, &["epoch=s"]);
+    let want: Vec<serde_json::Value> = (0..=4)
+        .rev()
+        .map(|i| serde_json::json!([b0 + i * 60, -1]))
+        .collect();
+    assert_eq!(
+        v["results"][0]["series"][0]["values"],
+        serde_json::json!(want),
+        "{v}"
+    );
+    // Paging: LIMIT/OFFSET of SHOW statements, SLIMIT/SOFFSET of series, LIMIT 0 as none.
+    let v = query(
+        &s,
+        "telegraf",
+        &format!(
+            "SHOW MEASUREMENTS LIMIT 1 OFFSET 1; SHOW TAG VALUES FROM cpu WITH KEY = host LIMIT 1 OFFSET 1; \
+             SELECT usage FROM cpu WHERE time >= {T0}s GROUP BY host SLIMIT 1 SOFFSET 1; \
+             SELECT usage FROM cpu WHERE host = 'a' LIMIT 0"
+        ),
+        &["epoch=s"],
+    );
+    let r = &v["results"];
+    assert_eq!(
+        r[0]["series"][0]["values"],
+        serde_json::json!([["mem"]]),
+        "{v}"
+    );
+    assert_eq!(
+        r[1]["series"][0]["values"],
+        serde_json::json!([["host", "b"]]),
+        "{v}"
+    );
+    let series = r[2]["series"].as_array().expect("series");
+    assert_eq!(series.len(), 1, "{v}");
+    assert_eq!(series[0]["tags"], serde_json::json!({"host": "b"}));
+    assert_eq!(
+        r[3]["series"][0]["values"].as_array().map(Vec::len),
+        Some(6),
+        "{v}"
+    );
     // Without epoch, times are RFC 3339.
     let v = query(
         &s,

@@ -150,10 +150,11 @@ async fn select(
             series.extend(shape(&m, &t, rows, p.get("epoch").map(String::as_str))?);
         }
     }
-    if let Some(n) = sel.slimit {
-        series.truncate(n as usize);
-    }
-    Ok(series)
+    let page = tempora_query::influxql::ast::Page {
+        limit: sel.slimit,
+        offset: sel.soffset.unwrap_or(0),
+    };
+    Ok(page.cut(series))
 }
 
 /// Rows (group tags first, then time unless fixed, then the outputs) cut into series.
@@ -185,6 +186,9 @@ fn shape(
         transform(&mut points, &t.transforms);
         if let Some(start) = t.drop_before {
             points.retain(|(ns, _)| *ns >= start);
+        }
+        if let Some(end) = t.drop_after {
+            points.retain(|(ns, _)| *ns <= end);
         }
         // No series for a group with no point in range (a fill grid of nulls).
         if !points.iter().any(|(_, v)| v.iter().any(|x| !x.is_null())) {
@@ -303,7 +307,7 @@ async fn show(
         })
     };
     match stmt {
-        Statement::ShowMeasurements { db, regex, limit } => {
+        Statement::ShowMeasurements { db, regex, page } => {
             let db = pick(db);
             read(&db)?;
             let re = regex
@@ -311,15 +315,15 @@ async fn show(
                 .map(regex::Regex::new)
                 .transpose()
                 .map_err(|e| ServerError::BadRequest(format!("invalid regex: {e}")))?;
-            let values: Vec<Value> = inner
-                .query
-                .dbs
-                .tables(&db)
-                .into_iter()
-                .filter(|t| re.as_ref().is_none_or(|r| r.is_match(t)))
-                .take(limit.map_or(usize::MAX, |l| l as usize))
-                .map(|t| json!([t]))
-                .collect();
+            let values: Vec<Value> = page.cut(
+                inner
+                    .query
+                    .dbs
+                    .tables(&db)
+                    .into_iter()
+                    .filter(|t| re.as_ref().is_none_or(|r| r.is_match(t)))
+                    .map(|t| json!([t])),
+            );
             Ok(match values.is_empty() {
                 true => Vec::new(),
                 false => {
@@ -327,7 +331,7 @@ async fn show(
                 }
             })
         }
-        Statement::ShowTagKeys { db, from } | Statement::ShowFieldKeys { db, from } => {
+        Statement::ShowTagKeys { db, from, page } | Statement::ShowFieldKeys { db, from, page } => {
             let db = pick(db);
             read(&db)?;
             let tags = matches!(stmt, Statement::ShowTagKeys { .. });
@@ -339,12 +343,12 @@ async fn show(
                 let (columns, values): (Value, Vec<Value>) = if tags {
                     (
                         json!(["tagKey"]),
-                        c.tags.iter().map(|t| json!([t])).collect(),
+                        page.cut(c.tags.iter().map(|t| json!([t]))),
                     )
                 } else {
                     (
                         json!(["fieldKey", "fieldType"]),
-                        c.fields.iter().map(|(f, ty)| json!([f, ty])).collect(),
+                        page.cut(c.fields.iter().map(|(f, ty)| json!([f, ty]))),
                     )
                 };
                 if !values.is_empty() {
@@ -358,7 +362,7 @@ async fn show(
             from,
             key,
             condition,
-            limit,
+            page,
         } => {
             let db = pick(db);
             read(&db)?;
@@ -397,7 +401,7 @@ async fn show(
                         values.push(json!([k, row[0]]));
                     }
                 }
-                values.truncate(limit.map_or(usize::MAX, |l| l as usize));
+                let values = page.cut(values);
                 if !values.is_empty() {
                     out.push(json!({ "name": m, "columns": ["key", "value"], "values": values }));
                 }
@@ -408,7 +412,7 @@ async fn show(
             db,
             from,
             condition,
-            limit,
+            page,
         } => {
             let db = pick(db);
             read(&db)?;
@@ -443,7 +447,7 @@ async fn show(
                 }
             }
             keys.sort();
-            keys.truncate(limit.map_or(usize::MAX, |l| l as usize));
+            let keys = page.cut(keys);
             Ok(match keys.is_empty() {
                 true => Vec::new(),
                 false => vec![

@@ -61,6 +61,7 @@ pub struct Select {
     pub limit: Option<u64>,
     pub offset: Option<u64>,
     pub slimit: Option<u64>,
+    pub soffset: Option<u64>,
 }
 
 impl Select {
@@ -78,7 +79,26 @@ impl Select {
             limit: None,
             offset: None,
             slimit: None,
+            soffset: None,
         }
+    }
+}
+
+/// The `LIMIT` and `OFFSET` of a SHOW statement. `LIMIT 0` is no limit, as in InfluxDB.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Page {
+    pub limit: Option<u64>,
+    pub offset: u64,
+}
+
+impl Page {
+    /// The items this page keeps: `offset` skipped, then at most `limit`.
+    pub fn cut<T>(&self, items: impl IntoIterator<Item = T>) -> Vec<T> {
+        let skip = usize::try_from(self.offset).unwrap_or(usize::MAX);
+        let take = self
+            .limit
+            .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+        items.into_iter().skip(skip).take(take).collect()
     }
 }
 
@@ -96,28 +116,34 @@ pub enum Statement {
     ShowMeasurements {
         db: Option<String>,
         regex: Option<String>,
-        limit: Option<u64>,
+        page: Page,
     },
+    /// Each measurement's keys are paged.
     ShowTagKeys {
         db: Option<String>,
         from: Option<Source>,
+        page: Page,
     },
     ShowTagValues {
         db: Option<String>,
         from: Option<Source>,
         key: KeyMatch,
         condition: Option<Expr>,
-        limit: Option<u64>,
+        /// Each measurement's values are paged.
+        page: Page,
     },
+    /// Each measurement's keys are paged.
     ShowFieldKeys {
         db: Option<String>,
         from: Option<Source>,
+        page: Page,
     },
     ShowSeries {
         db: Option<String>,
         from: Option<Source>,
         condition: Option<Expr>,
-        limit: Option<u64>,
+        /// Over the sorted keys of every measurement.
+        page: Page,
     },
     /// Any other statement, as written (databases and retention policies are read elsewhere).
     Other(String),

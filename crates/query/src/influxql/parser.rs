@@ -180,26 +180,26 @@ impl Parser<'_> {
             }
             // InfluxDB keeps the measurements with series matching; all are listed here.
             self.optional_where()?;
-            let limit = self.limit()?;
-            return Ok(Some(Statement::ShowMeasurements { db, regex, limit }));
+            let page = self.page()?;
+            return Ok(Some(Statement::ShowMeasurements { db, regex, page }));
         }
         if self.kw("FIELD")? {
             self.expect_kw("KEYS")?;
             let db = self.on()?;
             let from = self.optional_from()?;
-            self.limit()?;
-            return Ok(Some(Statement::ShowFieldKeys { db, from }));
+            let page = self.page()?;
+            return Ok(Some(Statement::ShowFieldKeys { db, from, page }));
         }
         if self.kw("SERIES")? {
             let db = self.on()?;
             let from = self.optional_from()?;
             let condition = self.optional_where()?;
-            let limit = self.limit()?;
+            let page = self.page()?;
             return Ok(Some(Statement::ShowSeries {
                 db,
                 from,
                 condition,
-                limit,
+                page,
             }));
         }
         if self.kw("TAG")? {
@@ -208,8 +208,8 @@ impl Parser<'_> {
                 let from = self.optional_from()?;
                 // InfluxDB keeps the keys of series matching; all are listed here.
                 self.optional_where()?;
-                self.limit()?;
-                return Ok(Some(Statement::ShowTagKeys { db, from }));
+                let page = self.page()?;
+                return Ok(Some(Statement::ShowTagKeys { db, from, page }));
             }
             self.expect_kw("VALUES")?;
             let db = self.on()?;
@@ -232,13 +232,13 @@ impl Parser<'_> {
                 t => return self.unexpected(t, "=, =~ or IN"),
             };
             let condition = self.optional_where()?;
-            let limit = self.limit()?;
+            let page = self.page()?;
             return Ok(Some(Statement::ShowTagValues {
                 db,
                 from,
                 key,
                 condition,
-                limit,
+                page,
             }));
         }
         Ok(None)
@@ -260,16 +260,21 @@ impl Parser<'_> {
         })
     }
 
-    fn limit(&mut self) -> R<Option<u64>> {
-        let limit = if self.kw("LIMIT")? {
-            Some(self.uint()?)
-        } else {
-            None
-        };
-        if self.kw("OFFSET")? {
-            self.uint()?;
+    /// A SHOW statement's `[LIMIT n] [OFFSET m]`.
+    fn page(&mut self) -> R<Page> {
+        let mut page = Page::default();
+        if self.kw("LIMIT")? {
+            page.limit = self.count()?;
         }
-        Ok(limit)
+        if self.kw("OFFSET")? {
+            page.offset = self.uint()?;
+        }
+        Ok(page)
+    }
+
+    /// A `LIMIT`'s or `SLIMIT`'s count: 0 is no limit, as in InfluxDB.
+    fn count(&mut self) -> R<Option<u64>> {
+        Ok(Some(self.uint()?).filter(|&n| n > 0))
     }
 
     /// A regex whose `/` is next.
@@ -369,13 +374,13 @@ impl Parser<'_> {
         }
         loop {
             if self.kw("LIMIT")? {
-                s.limit = Some(self.uint()?);
+                s.limit = self.count()?;
             } else if self.kw("OFFSET")? {
                 s.offset = Some(self.uint()?);
             } else if self.kw("SLIMIT")? {
-                s.slimit = Some(self.uint()?);
+                s.slimit = self.count()?;
             } else if self.kw("SOFFSET")? {
-                self.uint()?;
+                s.soffset = Some(self.uint()?);
             } else if self.kw("tz")? {
                 self.expect(Tok::LParen, "(")?;
                 match self.next()? {

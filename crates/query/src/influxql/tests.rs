@@ -158,7 +158,10 @@ fn statements_split_and_show_forms() {
         Statement::ShowMeasurements {
             db: None,
             regex: Some("c.u;".into()),
-            limit: Some(10)
+            page: Page {
+                limit: Some(10),
+                offset: 0
+            }
         }
     );
     assert!(
@@ -172,6 +175,47 @@ fn statements_split_and_show_forms() {
         Statement::Other("SHOW RETENTION POLICIES ON \"db\"".into())
     );
     assert_eq!(all[7], Statement::Other("CREATE DATABASE \"a;b\"".into()));
+    // LIMIT and OFFSET of every SHOW form; LIMIT 0 is no limit, as in InfluxDB.
+    let page_of = |q: &str| match parse(q).unwrap().remove(0) {
+        Statement::ShowMeasurements { page, .. }
+        | Statement::ShowTagKeys { page, .. }
+        | Statement::ShowFieldKeys { page, .. }
+        | Statement::ShowTagValues { page, .. }
+        | Statement::ShowSeries { page, .. } => page,
+        other => panic!("{q}: {other:?}"),
+    };
+    for (q, limit, offset) in [
+        ("SHOW MEASUREMENTS LIMIT 5 OFFSET 2", Some(5), 2),
+        ("SHOW MEASUREMENTS OFFSET 3", None, 3),
+        ("SHOW MEASUREMENTS LIMIT 0", None, 0),
+        ("SHOW TAG KEYS FROM cpu LIMIT 1 OFFSET 1", Some(1), 1),
+        ("SHOW FIELD KEYS FROM cpu LIMIT 2", Some(2), 0),
+        (
+            "SHOW TAG VALUES WITH KEY = host LIMIT 10 OFFSET 20",
+            Some(10),
+            20,
+        ),
+        ("SHOW SERIES WHERE host = 'a' LIMIT 0 OFFSET 4", None, 4),
+    ] {
+        assert_eq!(page_of(q), Page { limit, offset }, "{q}");
+    }
+    let p = Page {
+        limit: Some(2),
+        offset: 1,
+    };
+    assert_eq!(p.cut([1, 2, 3, 4]), [2, 3]);
+    assert_eq!(Page::default().cut([1, 2]), [1, 2]);
+    assert!(
+        Page {
+            limit: None,
+            offset: u64::MAX
+        }
+        .cut([1])
+        .is_empty()
+    );
+    // A SELECT's LIMIT 0 and SLIMIT 0 are none; SOFFSET is kept.
+    let s = sel("SELECT usage FROM cpu GROUP BY host LIMIT 0 SLIMIT 0 SOFFSET 2");
+    assert_eq!((s.limit, s.slimit, s.soffset), (None, None, Some(2)));
     // Qualified sources.
     let s = sel("SELECT * FROM \"db\".\"autogen\".\"cpu\", db..mem, /^disk/");
     assert_eq!(
@@ -192,7 +236,7 @@ fn statements_split_and_show_forms() {
 
 #[test]
 fn derivatives() {
-    use super::translate::{Transform, derivative};
+    use super::translate::{Transform, derivative, time_literal};
     let q = "SELECT non_negative_derivative(max(usage), 1s) AS rate FROM cpu WHERE time > now() - 1h GROUP BY time(1m)";
     let t = select(&sel(q), "cpu", &cpu(), NOW).unwrap();
     assert!(t.sql.contains(r#"max("usage") AS "rate""#), "{}", t.sql);
@@ -235,7 +279,8 @@ fn derivatives() {
         t.transforms,
         [Some(Transform {
             unit_ns: 1_000_000_000,
-            non_negative: true
+            non_negative: true,
+            descending: false,
         })]
     );
     let s = 1_000_000_000;
@@ -249,6 +294,7 @@ fn derivatives() {
     let nn = Transform {
         unit_ns: s,
         non_negative: true,
+        descending: false,
     };
     assert_eq!(
         derivative(&points, nn),
@@ -257,11 +303,62 @@ fn derivatives() {
     let d = Transform {
         unit_ns: 60 * s,
         non_negative: false,
+        descending: false,
     };
     assert_eq!(
         derivative(&points, d),
         [None, Some(60.0), None, Some(-30.0), Some(30.0)]
     );
+    // In descending order each rate is from the later bucket, reported at the earlier one:
+    // the same magnitudes with the sign turned (InfluxDB's), and non_negative keeps the falls.
+    let mut desc = points;
+    desc.reverse();
+    let dd = Transform {
+        descending: true,
+        ..d
+    };
+    assert_eq!(
+        derivative(&desc, dd),
+        [None, Some(-30.0), None, Some(30.0), Some(-60.0)]
+    );
+    assert_eq!(
+        derivative(
+            &desc,
+            Transform {
+                non_negative: true,
+                ..dd
+            }
+        ),
+        [None, None, None, Some(30.0), None]
+    );
+    // Points out of the reported order have no rate.
+    assert_eq!(derivative(&points, dd), [None; 5]);
+    // Descending, the range is read to one bucket after its end, and buckets after the
+    // bucket holding its last instant are not reported.
+    let t = select(&sel(&format!("{q} ORDER BY time DESC")), "cpu", &cpu(), NOW).unwrap();
+    let minute = 60 * s;
+    assert!(
+        t.sql
+            .contains(&format!("\"time\" > {}", time_literal(hour_ago)))
+            && t.sql
+                .contains(&format!("\"time\" <= {}", time_literal(NOW + minute))),
+        "{}",
+        t.sql
+    );
+    assert_eq!(
+        (t.drop_before, t.drop_after),
+        (None, Some(NOW.div_euclid(minute) * minute))
+    );
+    assert_eq!(t.transforms[0].map(|t| t.descending), Some(true));
+    let bounded = "SELECT derivative(max(usage), 1m) FROM cpu WHERE time >= 0s AND time < 600s GROUP BY time(1m) ORDER BY time DESC";
+    let t = select(&sel(bounded), "cpu", &cpu(), NOW).unwrap();
+    assert!(
+        t.sql
+            .contains(&format!("\"time\" < {}", time_literal(660 * s))),
+        "{}",
+        t.sql
+    );
+    assert_eq!(t.drop_after, Some(540 * s), "the bucket of 599.999999999 s");
     for (q, want) in [
         (
             "SELECT derivative(usage) FROM cpu",

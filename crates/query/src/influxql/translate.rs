@@ -38,29 +38,37 @@ pub struct Translated {
     /// rate), which is not itself reported. It is the start of the bucket holding the
     /// range's start.
     pub drop_before: Option<i64>,
+    /// Points after this time (ns) are dropped after the transforms: in descending order a
+    /// derivative reads one bucket after the range instead (InfluxDB widens the end then).
+    /// It is the start of the bucket holding the range's last instant.
+    pub drop_after: Option<i64>,
 }
 
 /// `derivative(agg, unit)` and `non_negative_derivative(agg, unit)`: each bucket's change from
-/// the previous bucket with a value, per `unit_ns` of time; the first is left out, and a
-/// negative change too when `non_negative`.
+/// the previous bucket with a value, in the order reported, per `unit_ns` of the time
+/// between them; the first is left out, and a negative change too when `non_negative`.
+/// In descending order (`ORDER BY time DESC`) the previous bucket is the later one, so an
+/// increasing series has negative rates, as InfluxDB reports them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Transform {
     pub unit_ns: i64,
     pub non_negative: bool,
+    pub descending: bool,
 }
 
-/// The rates of `points` ((time ns, value)) as [`Transform`] computes them, one per point
-/// after the first with a value (`None` where there is none).
+/// The rates of `points` ((time ns, value), in the order reported) as [`Transform`]
+/// computes them, one per point after the first with a value (`None` where there is none).
 pub fn derivative(points: &[(i64, Option<f64>)], t: Transform) -> Vec<Option<f64>> {
     let mut out = vec![None; points.len()];
     let mut prev: Option<(i64, f64)> = None;
     for (i, &(time, v)) in points.iter().enumerate() {
         let Some(v) = v else { continue };
-        if let Some((pt, pv)) = prev
-            && time > pt
-        {
-            let rate = (v - pv) / ((time - pt) as f64 / t.unit_ns as f64);
-            out[i] = (!t.non_negative || rate >= 0.0).then_some(rate);
+        if let Some((pt, pv)) = prev {
+            let elapsed = if t.descending { pt - time } else { time - pt };
+            if elapsed > 0 {
+                let rate = (v - pv) / (elapsed as f64 / t.unit_ns as f64);
+                out[i] = (!t.non_negative || rate >= 0.0).then_some(rate);
+            }
         }
         prev = Some((time, v));
     }
@@ -85,10 +93,12 @@ struct Ctx<'a> {
     cols: &'a Columns,
     now: i64,
     lower: Option<i64>,
-    upper: bool,
-    /// Subtracted from every lower time bound written (the lower bound recorded is the one
-    /// the statement gives).
+    /// The last instant the range holds (ns), when it has an upper bound.
+    upper: Option<i64>,
+    /// Subtracted from every lower time bound written, or added to every upper one when
+    /// `widen_upper` (the bounds recorded are the ones the statement gives).
     widen_ns: i64,
+    widen_upper: bool,
 }
 
 impl Ctx<'_> {
@@ -130,18 +140,23 @@ impl Ctx<'_> {
             Expr::Binary(l, op, r) if is_time(l) || is_time(r) => {
                 let (op, other) = if is_time(l) { (*op, r) } else { (flip(op), l) };
                 let ns = self.time_value(other)?;
+                let last = match op {
+                    "<" => Some(ns.saturating_sub(1)),
+                    "<=" | "=" => Some(ns),
+                    _ => None,
+                };
+                if let Some(last) = last {
+                    self.upper = Some(self.upper.map_or(last, |u| u.min(last)));
+                }
                 match op {
                     ">" | ">=" => self.lower = Some(self.lower.map_or(ns, |l| l.max(ns))),
-                    "<" | "<=" => self.upper = true,
-                    "=" => {
-                        self.lower = Some(ns);
-                        self.upper = true;
-                    }
+                    "=" => self.lower = Some(ns),
                     _ => {}
                 }
                 let op = if op == "<>" { "!=" } else { op };
                 let written = match op {
-                    ">" | ">=" => ns.saturating_sub(self.widen_ns),
+                    ">" | ">=" if !self.widen_upper => ns.saturating_sub(self.widen_ns),
+                    "<" | "<=" if self.widen_upper => ns.saturating_add(self.widen_ns),
                     _ => ns,
                 };
                 Ok(format!("\"time\" {op} {}", time_literal(written)))
@@ -362,8 +377,9 @@ pub fn select(s: &Select, name: &str, cols: &Columns, now: i64) -> Result<Transl
         cols,
         now,
         lower: None,
-        upper: false,
+        upper: None,
         widen_ns: 0,
+        widen_upper: s.desc,
     };
     let aggregate_query = s.fields.iter().any(|f| has_call(&f.expr));
     if aggregate_query && s.fields.iter().any(|f| !has_call(&f.expr)) {
@@ -413,6 +429,7 @@ pub fn select(s: &Select, name: &str, cols: &Columns, now: i64) -> Result<Transl
             transforms.push(Some(Transform {
                 unit_ns,
                 non_negative: name == "non_negative_derivative",
+                descending: s.desc,
             }));
             continue;
         }
@@ -447,7 +464,8 @@ pub fn select(s: &Select, name: &str, cols: &Columns, now: i64) -> Result<Transl
         }
         *k += 1;
     }
-    // A derivative's first bucket needs the bucket before the range.
+    // A derivative's first bucket needs the bucket before it: before the range, or after it
+    // in descending order.
     if transforms.iter().any(Option::is_some)
         && let Some((width, _)) = s.group_time
     {
@@ -455,8 +473,13 @@ pub fn select(s: &Select, name: &str, cols: &Columns, now: i64) -> Result<Transl
     }
     let condition = s.condition.as_ref().map(|c| ctx.cond(c)).transpose()?;
     let mut wheres: Vec<String> = condition.into_iter().collect();
-    if s.group_time.is_some() && !ctx.upper {
-        wheres.push(format!("\"time\" <= {}", time_literal(now)));
+    if s.group_time.is_some() && ctx.upper.is_none() {
+        let end = match ctx.widen_upper {
+            true => now.saturating_add(ctx.widen_ns),
+            false => now,
+        };
+        wheres.push(format!("\"time\" <= {}", time_literal(end)));
+        ctx.upper = Some(now);
     }
     if !aggregate_query {
         let fields: Vec<&String> = outputs
@@ -597,9 +620,12 @@ pub fn select(s: &Select, name: &str, cols: &Columns, now: i64) -> Result<Transl
         fixed_time: (aggregate_query && s.group_time.is_none() && selector_time.is_none())
             .then_some(ctx.lower.unwrap_or(0)),
         series_limit,
-        // The bucket holding the range's start is the first reported.
-        drop_before: (ctx.widen_ns > 0)
+        // The bucket holding the range's start is the first reported (its end the last).
+        drop_before: (ctx.widen_ns > 0 && !ctx.widen_upper)
             .then(|| ctx.lower.map(|l| l.div_euclid(ctx.widen_ns) * ctx.widen_ns))
+            .flatten(),
+        drop_after: (ctx.widen_ns > 0 && ctx.widen_upper)
+            .then(|| ctx.upper.map(|u| u.div_euclid(ctx.widen_ns) * ctx.widen_ns))
             .flatten(),
     })
 }
