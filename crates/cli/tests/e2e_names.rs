@@ -197,8 +197,18 @@ fn hostile_names_are_refused_or_kept_inside_the_data_directory() {
             "plain name refused by {way}: {code}"
         );
     }
-    // Wait for the trainings to end (trained or failed), so their files are written.
+    // Wait for the trainings to end (trained or failed), so their files are written. Every
+    // model a name was accepted for trains: its mapped file name is written and fsynced.
     until_models_settle(&s);
+    let models = s.sql_json("public", "SHOW MODELS");
+    let rows = models["rows"].as_array().expect("rows");
+    let status = models["columns"]
+        .as_array()
+        .and_then(|c| c.iter().position(|c| c["name"] == "status"))
+        .expect("a status column");
+    let failed: Vec<_> = rows.iter().filter(|r| r[status] != "ready").collect();
+    assert!(failed.is_empty(), "every model trains: {failed:?}");
+    let trained = rows.len() as u64;
     assert!(s.healthy());
     let (http, pg) = (s.http.clone(), s.pg);
     s.stop();
@@ -218,8 +228,8 @@ fn hostile_names_are_refused_or_kept_inside_the_data_directory() {
     let models = data.join("db").join("models");
     let model_files: Vec<_> = files_under(&models);
     assert!(
-        model_files.len() >= 2,
-        "the plain and mapped models were trained: {model_files:?}"
+        trained >= 2 && model_files.len() as u64 == trained,
+        "a file for each of the {trained} models, plain and mapped: {model_files:?}"
     );
     for f in &model_files {
         let name = f.file_name().unwrap().to_str().unwrap();

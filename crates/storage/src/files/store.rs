@@ -5,6 +5,10 @@
 //! - `put` is atomic (the object store writes a temporary name and renames) and, on local
 //!   disk, durable before it returns: the file and its directory are fsynced. Callers record a
 //!   file in the manifest only after its `put` returned.
+//! - A path is the same string everywhere: `list` gives back the paths `put` was given. The
+//!   object store percent-encodes some bytes of each part in its keys and file names (`%`,
+//!   `~`, brackets, …); the file fsynced is the one the store wrote, and listed keys are
+//!   decoded once.
 //! - A [`FaultPlan`] can make every operation after the k-th fail (a crash at I/O k) or make
 //!   writes fail with ENOSPC (disk full), so tests can enumerate crash points.
 
@@ -15,6 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use bytes::Bytes;
 use futures::TryStreamExt;
 use futures::executor::block_on;
+use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
@@ -68,7 +73,8 @@ impl FaultPlan {
 #[derive(Debug, Clone)]
 pub struct FileStore {
     inner: Arc<dyn ObjectStore>,
-    local_root: Option<PathBuf>,
+    /// `inner` itself when the files are on local disk (to fsync what it wrote).
+    local: Option<Arc<LocalFileSystem>>,
     faults: Option<Arc<FaultPlan>>,
 }
 
@@ -92,11 +98,12 @@ impl FileStore {
         let root = root.into();
         std::fs::create_dir_all(&root)
             .map_err(|e| io_err("create dir", root.display().to_string(), e))?;
-        let fs = object_store::local::LocalFileSystem::new_with_prefix(&root)
+        let fs = LocalFileSystem::new_with_prefix(&root)
             .map_err(|e| os_err("open", &root.display().to_string(), e))?;
+        let fs = Arc::new(fs);
         Ok(Self {
-            inner: Arc::new(fs),
-            local_root: Some(root),
+            inner: fs.clone(),
+            local: Some(fs),
             faults: None,
         })
     }
@@ -110,7 +117,7 @@ impl FileStore {
     pub fn new(inner: Arc<dyn ObjectStore>) -> Self {
         Self {
             inner,
-            local_root: None,
+            local: None,
             faults: None,
         }
     }
@@ -133,10 +140,14 @@ impl FileStore {
     /// Writes a whole file atomically and durably.
     pub fn put(&self, path: &str, bytes: Bytes) -> Result<()> {
         self.check("put", true)?;
-        block_on(self.inner.put(&Path::from(path), PutPayload::from(bytes)))
+        let location = Path::from(path);
+        block_on(self.inner.put(&location, PutPayload::from(bytes)))
             .map_err(|e| os_err("put", path, e))?;
-        if let Some(root) = &self.local_root {
-            let full = root.join(path);
+        if let Some(local) = &self.local {
+            // The file the store wrote: its name has the store's encoding of the path.
+            let full = local
+                .path_to_filesystem(&location)
+                .map_err(|e| os_err("fsync", path, e))?;
             let sync = |p: &std::path::Path| std::fs::File::open(p).and_then(|f| f.sync_all());
             sync(&full).map_err(|e| io_err("fsync", path, e))?;
             if let Some(dir) = full.parent() {
@@ -174,7 +185,7 @@ impl FileStore {
                 .map_err(|e| os_err("list", prefix, e))?;
         let mut out: Vec<(String, u64)> = metas
             .into_iter()
-            .map(|m| (m.location.to_string(), m.size))
+            .map(|m| (unescape(m.location.as_ref()), m.size))
             .collect();
         out.sort();
         Ok(out)
@@ -186,6 +197,81 @@ impl FileStore {
         match block_on(self.inner.delete(&Path::from(path))) {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(os_err("delete", path, e)),
+        }
+    }
+}
+
+/// A listed key as the path it was put under: the object store writes each byte of
+/// its encoded set as `%XX` (a `%` itself as `%25`), so one decoding gives the path back.
+fn unescape(key: &str) -> String {
+    let b = key.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = b
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok());
+        match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+            Some(byte) if b[i] == b'%' => {
+                out.push(byte);
+                i += 3;
+            }
+            _ => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| key.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Names with bytes the object store encodes (a model file's mapped name has `%` and
+    /// `~`): put durably (the fsync finds the file), listed back as put, read back.
+    #[test]
+    fn paths_with_encoded_bytes_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let local = FileStore::local(dir.path()).unwrap();
+        let names = [
+            "models/db.a%2Fb.00000000000000000001.tmdl",
+            "models/db.long~00ff.00000000000000000002.tmdl",
+            "models/db.plain.00000000000000000003.tmdl",
+        ];
+        for store in [local, FileStore::memory()] {
+            for (i, n) in names.iter().enumerate() {
+                store.put(n, Bytes::from(vec![i as u8; 3])).unwrap();
+            }
+            let listed: Vec<String> = store
+                .list("models")
+                .unwrap()
+                .into_iter()
+                .map(|(p, _)| p)
+                .collect();
+            assert_eq!(listed, names);
+            for (i, n) in names.iter().enumerate() {
+                assert_eq!(store.get(n).unwrap().as_ref(), [i as u8; 3], "{n}");
+                store.delete(n).unwrap();
+            }
+            assert!(store.list("models").unwrap().is_empty());
+        }
+    }
+
+    #[test]
+    fn unescape_cases() {
+        for (key, want) in [
+            ("a/b", "a/b"),
+            ("m/x%252Fy", "m/x%2Fy"),
+            ("m/a%7Eb", "m/a~b"),
+            ("trailing%", "trailing%"),
+            ("short%2", "short%2"),
+            ("not%zzhex", "not%zzhex"),
+            ("%C3%A9", "é"),
+            ("%FF", "%FF"),
+        ] {
+            assert_eq!(unescape(key), want, "{key}");
         }
     }
 }
