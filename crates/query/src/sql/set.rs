@@ -120,7 +120,12 @@ fn known(name: &str) -> Result<Option<Setting>> {
     if let Some(s) = Setting::from_name(name) {
         return Ok(Some(s));
     }
-    if name.len() > 8 && name[..8].eq_ignore_ascii_case("tempora.") {
+    // `get`: byte 8 may fall inside a letter (`SET K.E11S1϶=L` was a fuzzing find).
+    if name.len() > 8
+        && name
+            .get(..8)
+            .is_some_and(|p| p.eq_ignore_ascii_case("tempora."))
+    {
         let names: Vec<&str> = Setting::ALL.iter().map(|s| s.name()).collect();
         return Err(QueryError::Sql(format!(
             "unknown setting {name:?}; Tempora's settings are {}",

@@ -45,6 +45,11 @@ fn texts_read_as_typed_statements() {
             "SELECT * FROM FRӻ",
             &["query"],
         ),
+        (
+            "a setting's name with a multi-byte letter at its ninth byte (found by the fuzzer)",
+            "SET K.E11S1϶=L",
+            &["session"],
+        ),
         ("two statements", "SELECT 1; SELECT 2", &["query", "query"]),
         (
             "sample by with order and limit after it",
