@@ -10,7 +10,9 @@
 # FUZZ_DIR   corpora (FUZZ_DIR/corpus/T), artifacts (FUZZ_DIR/artifacts/T/) and logs
 #            (FUZZ_DIR/logs/T.log) (default /var/tmp/fuzz)
 # RUNS       inputs per target (default 10000000); MAXT seconds at most (default 7200)
-# NICE       niceness (default 19: the runs take what the machine leaves)
+# NICE       niceness (default 0). libFuzzer's -timeout is wall-clock time: a fuzzer at nice 19
+#            beside a build or a test run is starved for seconds and reports a timeout that is
+#            not one (seen 2026-12-07), so run at the same priority as the rest or alone.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/fuzz/target}
@@ -18,7 +20,7 @@ FUZZ_BIN=${FUZZ_BIN:-$TARGET_DIR/x86_64-unknown-linux-gnu/release}
 FUZZ_DIR=${FUZZ_DIR:-/var/tmp/fuzz}
 RUNS=${RUNS:-10000000}
 MAXT=${MAXT:-7200}
-NICE=${NICE:-19}
+NICE=${NICE:-0}
 [ $# -gt 0 ] || { echo "usage: $0 TARGET..." >&2; exit 2; }
 for t in "$@"; do
   bin=$FUZZ_BIN/$t
