@@ -106,6 +106,13 @@ enum ConfigCmd {
     Show(ServerFlags),
 }
 
+/// Stack of each of the server's threads (tokio's workers and blocking threads; 2 MiB by
+/// default). Planning, DataFusion's optimizer and the operators' polling recurse once per
+/// level of a plan, and a query may nest up to its bounds (256 operators): with 2 MiB a
+/// PromQL chain of 250 comparisons overflowed a worker's stack and killed the server. The
+/// memory is reserved, not committed: a thread touches only what it uses.
+const WORKER_STACK_BYTES: usize = 16 << 20;
+
 fn main() {
     let cli = Cli::parse();
     let result = match cli.cmd {
@@ -139,6 +146,7 @@ fn serve(flags: &ServerFlags) -> Result<(), Box<dyn std::error::Error>> {
         builder.init();
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
+        .thread_stack_size(WORKER_STACK_BYTES)
         .enable_all()
         .build()?;
     rt.block_on(tempora_server::run(

@@ -89,6 +89,28 @@ fn remote_write_stores_a_table_per_metric() {
     let (code, text) = send(&s, "/api/v1/write?db=prom", &[0x0a, 0xff], dir.path());
     assert_eq!(code, "400", "{text}");
     assert!(text.contains("invalid protobuf at byte"), "{text}");
+    // A query near the bound of 256 operators plans and answers: the planner and DataFusion's
+    // optimizer recurse once per level of it, on the server's workers.
+    let chain = vec!["node_load1"; 250].join(" >= ");
+    let (code, text) = post_args(
+        &s.url("/api/v1/query?db=prom"),
+        &[
+            "--data-urlencode",
+            &format!("query={chain}"),
+            "--data-urlencode",
+            &format!("time={}", (t0 + 15_000) / 1000),
+        ],
+    );
+    assert_eq!(code, "200", "{}", &text[..text.len().min(400)]);
+    let answer: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut values: Vec<&str> = answer["data"]["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["value"][1].as_str().unwrap())
+        .collect();
+    values.sort();
+    assert_eq!(values, ["0.75", "1.25"], "{text}");
     assert!(s.healthy());
     s.stop();
 }

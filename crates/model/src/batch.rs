@@ -375,13 +375,50 @@ impl RowBatchBuilder {
             return Err(ModelError::NoFields);
         }
         check_count("tags in a row", tags.len(), MAX_TAGS_PER_ROW)?;
-        check_count("fields in a row", fields.len(), MAX_FIELDS_PER_ROW)?;
         // A name already interned was validated when it was first seen.
         for (k, _) in tags {
             if !self.tag_idx.contains_key(*k) {
                 validate_name(k)?;
             }
         }
+        self.check_fields(fields)?;
+        let key_start = self.batch.keys.len();
+        if let Err(e) = encode_series_key_with(tags, &mut self.batch.keys, &mut self.order) {
+            self.batch.keys.truncate(key_start);
+            return Err(e);
+        }
+        for (k, _) in tags {
+            intern(&mut self.tag_idx, &mut self.batch.tag_names, k);
+        }
+        let key_len = (self.batch.keys.len() - key_start) as u32;
+        self.push_fields(key_start as u32, key_len, fields, time);
+        Ok(())
+    }
+
+    /// Adds a row of the same series as the last row pushed: its key is shared with that
+    /// row, neither encoded nor copied again (a remote-write series carries many samples).
+    /// On error nothing is added. Panics when no row has been pushed.
+    pub fn push_same_series(
+        &mut self,
+        fields: &[(&str, FieldValue)],
+        time: Timestamp,
+    ) -> Result<()> {
+        let last = *self
+            .batch
+            .rows
+            .last()
+            .expect("push_same_series follows a push");
+        self.check_fields(fields)?;
+        self.push_fields(last.key_start, last.key_len, fields, time);
+        Ok(())
+    }
+
+    /// Checks a row's fields against the limits and name rules.
+    fn check_fields(&self, fields: &[(&str, FieldValue)]) -> Result<()> {
+        if fields.is_empty() {
+            return Err(ModelError::NoFields);
+        }
+        check_count("fields in a row", fields.len(), MAX_FIELDS_PER_ROW)?;
         for (k, _) in fields {
             if !self.field_idx.contains_key(*k) {
                 validate_name(k)?;
@@ -399,27 +436,29 @@ impl RowBatchBuilder {
                 MAX_FIELDS_PER_ROW,
             )?;
         }
-        let key_start = self.batch.keys.len();
-        if let Err(e) = encode_series_key_with(tags, &mut self.batch.keys, &mut self.order) {
-            self.batch.keys.truncate(key_start);
-            return Err(e);
-        }
-        for (k, _) in tags {
-            intern(&mut self.tag_idx, &mut self.batch.tag_names, k);
-        }
+        Ok(())
+    }
+
+    /// Appends a checked row whose key is `keys[key_start..key_start + key_len]`.
+    fn push_fields(
+        &mut self,
+        key_start: u32,
+        key_len: u32,
+        fields: &[(&str, FieldValue)],
+        time: Timestamp,
+    ) {
         let fields_start = self.batch.fields.len();
         for (k, v) in fields {
             let idx = intern(&mut self.field_idx, &mut self.batch.field_names, k);
             self.batch.fields.push((idx, v.clone()));
         }
         self.batch.rows.push(RowMeta {
-            key_start: key_start as u32,
-            key_len: (self.batch.keys.len() - key_start) as u32,
+            key_start,
+            key_len,
             time: time.0,
             fields_start: fields_start as u32,
             fields_len: fields.len() as u16,
         });
-        Ok(())
     }
 
     pub fn finish(self) -> RowBatch {
@@ -501,6 +540,47 @@ mod tests {
         assert_eq!(d, b);
         let err = RowBatch::decode(&buf).unwrap_err();
         assert!(err.to_string().contains("unknown series"), "{err}");
+    }
+
+    /// Rows pushed as "the same series" read back as rows pushed with their tags, share the
+    /// key bytes, encode to the same WAL payload, and a refused one adds nothing.
+    #[test]
+    fn same_series_rows_share_their_key() {
+        let tags = [("host", "a"), ("dc", "eu")];
+        let (mut shared, mut plain) = (
+            RowBatchBuilder::new("t").unwrap(),
+            RowBatchBuilder::new("t").unwrap(),
+        );
+        shared
+            .push(&tags, &[("v", FieldValue::F64(1.0))], Timestamp(1))
+            .unwrap();
+        plain
+            .push(&tags, &[("v", FieldValue::F64(1.0))], Timestamp(1))
+            .unwrap();
+        for t in 2..5 {
+            let f = [("v", FieldValue::F64(t as f64)), ("n", FieldValue::I64(t))];
+            shared.push_same_series(&f, Timestamp(t)).unwrap();
+            plain.push(&tags, &f, Timestamp(t)).unwrap();
+        }
+        let bad = [("__x", FieldValue::F64(0.0))];
+        assert!(shared.push_same_series(&bad, Timestamp(9)).is_err());
+        assert!(shared.push_same_series(&[], Timestamp(9)).is_err());
+        let (shared, plain) = (shared.finish(), plain.finish());
+        assert_eq!(shared.len(), 4);
+        assert_eq!(shared.keys.len() * 4, plain.keys.len(), "one key, not four");
+        for i in 0..4 {
+            let (a, b) = (shared.row(i), plain.row(i));
+            assert_eq!(
+                (a.key, a.time, a.fields),
+                (b.key, b.time, b.fields),
+                "row {i}"
+            );
+        }
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        shared.encode_rows(None, &mut a);
+        plain.encode_rows(None, &mut b);
+        assert_eq!(a, b);
+        assert_eq!(RowBatch::decode(&a).unwrap(), plain);
     }
 
     #[test]

@@ -202,7 +202,7 @@ pub async fn query(
             Ok(raw) => raw,
             Err(e) => return e.into_response(),
         };
-        for (k, v) in url_pairs(&String::from_utf8_lossy(&raw)) {
+        for (k, v) in crate::form::pairs(&String::from_utf8_lossy(&raw)) {
             p.entry(k).or_insert(v);
         }
     }
@@ -240,37 +240,6 @@ pub async fn query(
             .into_response(),
         Err(e) => (e.status(), axum::Json(json!({ "error": e.to_string() }))).into_response(),
     }
-}
-
-pub(crate) fn url_pairs(s: &str) -> impl Iterator<Item = (String, String)> + '_ {
-    s.split('&').filter_map(|kv| {
-        let (k, v) = kv.split_once('=')?;
-        Some((percent_decode(k), percent_decode(v)))
-    })
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 3 <= b.len() => {
-                match u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("zz"), 16)
-                {
-                    Ok(v) => {
-                        out.push(v);
-                        i += 2;
-                    }
-                    Err(_) => out.push(b'%'),
-                }
-            }
-            c => out.push(c),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Runs InfluxQL statements; one result per statement (an error ends only its own).
@@ -353,23 +322,5 @@ fn other(
             }
         };
         Ok(r)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::percent_decode;
-
-    #[test]
-    fn percent_decoding() {
-        for (raw, want) in [
-            ("a+b", "a b"),
-            ("SHOW%20DATABASES", "SHOW DATABASES"),
-            ("100%", "100%"),
-            ("%zz", "%zz"),
-            ("%4", "%4"),
-        ] {
-            assert_eq!(percent_decode(raw), want, "{raw}");
-        }
     }
 }

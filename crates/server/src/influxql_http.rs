@@ -195,11 +195,11 @@ fn shape(
             continue;
         }
         if let Some((limit, offset)) = t.series_limit {
-            points = points
-                .into_iter()
-                .skip(offset as usize)
-                .take(limit.min(usize::MAX as u64) as usize)
-                .collect();
+            let page = tempora_query::influxql::ast::Page {
+                limit: Some(limit),
+                offset,
+            };
+            points = page.cut(points);
         }
         let mut values = Vec::with_capacity(points.len());
         for (ns, v) in points {

@@ -14,6 +14,7 @@ pub mod config;
 pub mod console;
 pub mod csv_import;
 pub mod error;
+pub mod form;
 pub mod import;
 pub mod influx;
 pub mod influxql_format;

@@ -49,8 +49,8 @@ pub fn from_headers(authorization: Option<&str>, query: Option<&str>) -> Credent
     let (mut user, mut password) = (None, None);
     for pair in query.unwrap_or("").split('&') {
         match pair.split_once('=') {
-            Some(("u", v)) => user = Some(percent_decode(v)),
-            Some(("p", v)) => password = Some(percent_decode(v)),
+            Some(("u", v)) => user = Some(crate::form::strict(v)),
+            Some(("p", v)) => password = Some(crate::form::strict(v)),
             _ => {}
         }
     }
@@ -89,33 +89,6 @@ fn from_authorization(h: &str) -> Credentials {
             "the Authorization header takes Token, Bearer or Basic credentials".into(),
         ),
     }
-}
-
-fn percent_decode(s: &str) -> Result<String, String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'%' => {
-                let hex = s
-                    .get(i + 1..i + 3)
-                    .and_then(|h| u8::from_str_radix(h, 16).ok())
-                    .ok_or_else(|| "a query parameter has a bad %-escape".to_string())?;
-                out.push(hex);
-                i += 3;
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            c => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).map_err(|_| "a query parameter is not UTF-8".to_string())
 }
 
 #[cfg(test)]

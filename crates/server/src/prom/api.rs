@@ -35,7 +35,7 @@ pub struct Params(Vec<(String, String)>);
 impl Params {
     async fn read(raw: Option<String>, headers: &HeaderMap, body: Body) -> Result<Params, Answer> {
         let mut pairs: Vec<(String, String)> =
-            crate::influx::url_pairs(raw.as_deref().unwrap_or("")).collect();
+            crate::form::pairs(raw.as_deref().unwrap_or("")).collect();
         let form = headers
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
@@ -44,7 +44,7 @@ impl Params {
             let body = read_body(headers, body, MAX_FORM_BYTES)
                 .await
                 .map_err(|e| Answer::error(e.status(), "bad_data", &e.to_string()))?;
-            pairs.extend(crate::influx::url_pairs(&String::from_utf8_lossy(&body)));
+            pairs.extend(crate::form::pairs(&String::from_utf8_lossy(&body)));
         }
         Ok(Params(pairs))
     }
@@ -113,7 +113,7 @@ impl IntoResponse for Answer {
 
 /// The database of a request: `?db=` in the URL, else the default one.
 fn database(s: &AppState, raw: &Option<String>) -> String {
-    crate::influx::url_pairs(raw.as_deref().unwrap_or(""))
+    crate::form::pairs(raw.as_deref().unwrap_or(""))
         .find(|(k, _)| k == "db")
         .map(|(_, v)| v)
         .filter(|d| !d.is_empty())

@@ -157,7 +157,7 @@ pub async fn read(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let db = crate::influx::url_pairs(raw.as_deref().unwrap_or(""))
+    let db = crate::form::pairs(raw.as_deref().unwrap_or(""))
         .find(|(k, _)| k == "db")
         .map(|(_, v)| v)
         .unwrap_or_else(|| s.config.default_database.clone());

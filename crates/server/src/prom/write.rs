@@ -182,10 +182,11 @@ pub fn decode(buf: &[u8], max_rows_bytes: usize) -> Result<Decoded, String> {
 type Metrics<'a> = FxHashMap<&'a str, (RowBatchBuilder, Vec<usize>)>;
 
 /// One `TimeSeries` into its metric's batch. Two passes over its bytes: labels and a check of
-/// every sample first (nothing is pushed for a series that is refused), then the rows. Each
-/// row copies the series' key, so the rows a request expands to are counted against
-/// `budget` (bytes left) before any is pushed: a body of many tiny samples under one long
-/// label cannot make the server allocate without bound.
+/// every sample first (nothing is pushed for a series that is refused), then the rows. The
+/// batch holds the series' key once, but further on each row may carry it (a new series'
+/// rows each write it to the WAL), so the rows a request expands to are counted against
+/// `budget` (bytes left) as if each copied the key, before any is pushed: a body of many
+/// tiny samples under one long label cannot make the server allocate without bound.
 fn series<'a>(
     buf: &'a [u8],
     n: usize,
@@ -234,14 +235,22 @@ fn series<'a>(
             e.insert((b, Vec::new()))
         }
     };
+    // The series' key is encoded once, by its first row; the others share it.
+    let mut first = true;
     let mut r = Reader { buf, pos: 0 };
     while let Some((field, wire)) = r.key()? {
         match (field, wire) {
             (2, LEN) => {
                 let (v, ms) = sample(r.bytes()?)?;
                 let t = Timestamp(ms * 1_000_000); // checked in the first pass
-                b.push(&tags, &[("value", FieldValue::F64(v))], t)
-                    .map_err(|e| format!("metric {name:?}: {e}"))?;
+                let value = [("value", FieldValue::F64(v))];
+                let pushed = if first {
+                    b.push(&tags, &value, t)
+                } else {
+                    b.push_same_series(&value, t)
+                };
+                pushed.map_err(|e| format!("metric {name:?}: {e}"))?;
+                first = false;
                 rows.push(n);
                 *samples += 1;
             }

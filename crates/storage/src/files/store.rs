@@ -203,26 +203,12 @@ impl FileStore {
 
 /// A listed key as the path it was put under: the object store writes each byte of
 /// its encoded set as `%XX` (a `%` itself as `%25`), so one decoding gives the path back.
+/// A key that does not decode to UTF-8 is returned as it is.
 fn unescape(key: &str) -> String {
-    let b = key.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = b
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok());
-        match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
-            Some(byte) if b[i] == b'%' => {
-                out.push(byte);
-                i += 3;
-            }
-            _ => {
-                out.push(b[i]);
-                i += 1;
-            }
-        }
+    match percent_encoding::percent_decode_str(key).decode_utf8() {
+        Ok(path) => path.into_owned(),
+        Err(_) => key.to_string(),
     }
-    String::from_utf8(out).unwrap_or_else(|_| key.to_string())
 }
 
 #[cfg(test)]

@@ -315,9 +315,21 @@ pub(crate) fn resolve_series(
             return (Vec::new(), Vec::new());
         }
     };
+    // Rows that share their key bytes (a series' samples, `push_same_series`) share the
+    // lookup: the same slice (address and length) is the same series.
+    let mut last: Option<(&[u8], SeriesId)> = None;
     for &r in rows {
-        match index.get_or_insert(batch.row(r as usize).key) {
+        let key = batch.row(r as usize).key;
+        if let Some((k, id)) = last
+            && std::ptr::eq(k, key)
+        {
+            kept.push(r);
+            ids.push(id);
+            continue;
+        }
+        match index.get_or_insert(key) {
             Ok((id, _)) => {
+                last = Some((key, id));
                 kept.push(r);
                 ids.push(id);
             }

@@ -15,7 +15,7 @@ use datafusion::logical_expr::expr::Sort;
 use datafusion::logical_expr::{ExprFunctionExt, LogicalPlanBuilder, cast, lit};
 use promql_parser::parser::{AggregateExpr, LabelModifier};
 
-use super::{Context, Need, Vector, bad, column, constant, unsupported, vector};
+use super::{Context, Need, Vector, bad, build, column, constant, unsupported, vector};
 use crate::error::Result;
 use crate::promql::scan::{NAME, TS, VALUE};
 
@@ -115,9 +115,7 @@ pub fn grouped(
 ) -> Result<Vector> {
     let mut groups: Vec<_> = keep.iter().map(|l| column(l)).collect();
     groups.push(column(TS));
-    let mut plan = LogicalPlanBuilder::from(input.plan)
-        .aggregate(groups, vec![aggregate.alias(VALUE)])?
-        .build()?;
+    let mut plan = build::aggregate(input.plan, groups, vec![aggregate.alias(VALUE)])?;
     if let Some(f) = finish {
         plan = super::map_value(plan, &keep, f)?;
     }
@@ -152,11 +150,14 @@ fn rank(input: Vector, keep: Vec<String>, k: f64, top: bool) -> Result<Vector> {
     let mut out: Vec<_> = input.labels.iter().map(|l| column(l)).collect();
     out.push(column(TS));
     out.push(column(VALUE));
-    let plan = LogicalPlanBuilder::from(input.plan)
+    let ranked = LogicalPlanBuilder::from(input.plan)
         .window(vec![rn])?
-        .filter(column("__rank").lt_eq(lit(ScalarValue::UInt64(Some(k as u64)))))?
-        .project(out)?
         .build()?;
+    let kept = build::filter(
+        ranked,
+        column("__rank").lt_eq(lit(ScalarValue::UInt64(Some(k as u64)))),
+    )?;
+    let plan = build::project(kept, out)?;
     Ok(Vector {
         plan,
         labels: input.labels,

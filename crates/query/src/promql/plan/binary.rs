@@ -22,7 +22,7 @@ use datafusion::functions::math::expr_fn::{atan2, power};
 use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder, lit, when};
 use promql_parser::parser::{BinaryExpr, LabelModifier, VectorMatchCardinality};
 
-use super::{ALL, Context, Scalar, Value, Vector, align, bad, column, expr, without_name};
+use super::{ALL, Context, Scalar, Value, Vector, align, bad, build, column, expr, without_name};
 use crate::error::Result;
 use crate::promql::scan::{NAME, TS, VALUE};
 use crate::promql::unique::PromUnique;
@@ -110,31 +110,26 @@ fn scalars(cx: &Context, op: &str, l: Scalar, r: Scalar) -> Result<Scalar> {
     } else {
         arith(op, a, b)?
     };
-    Ok(Scalar::Steps(
-        LogicalPlanBuilder::from(joined)
-            .project(vec![column(TS), value.alias(VALUE)])?
-            .build()?,
-    ))
+    Ok(Scalar::Steps(build::project(
+        joined,
+        vec![column(TS), value.alias(VALUE)],
+    )?))
 }
 
 /// Two scalars side by side per step: the plan and the expressions of their values.
 fn scalar_join(cx: &Context, l: Scalar, r: Scalar) -> Result<(LogicalPlan, Expr, Expr)> {
     let left = super::scalar_rows(cx, l)?;
     let right = renamed_scalar(super::scalar_rows(cx, r)?)?;
-    let plan = LogicalPlanBuilder::from(left)
-        .join(right, JoinType::Inner, (vec![TS], vec!["__sts"]), None)?
-        .build()?;
+    let plan = build::join_on(left, right, JoinType::Inner, TS, "__sts")?;
     Ok((plan, column(VALUE), column("__svalue")))
 }
 
 /// A scalar's rows as `(__sts, __svalue)`, to sit beside a vector's.
 fn renamed_scalar(plan: LogicalPlan) -> Result<LogicalPlan> {
-    Ok(LogicalPlanBuilder::from(plan)
-        .project(vec![
-            column(TS).alias("__sts"),
-            column(VALUE).alias("__svalue"),
-        ])?
-        .build()?)
+    build::project(
+        plan,
+        vec![column(TS).alias("__sts"), column(VALUE).alias("__svalue")],
+    )
 }
 
 /// `v op s` (or `s op v` when `swapped`).
@@ -153,14 +148,7 @@ fn vector_scalar(
     let (plan, scalar) = match s {
         Scalar::Const(c) => (v.plan, lit(c)),
         Scalar::Steps(p) => {
-            let plan = LogicalPlanBuilder::from(v.plan)
-                .join(
-                    renamed_scalar(p)?,
-                    JoinType::Inner,
-                    (vec![TS], vec!["__sts"]),
-                    None,
-                )?
-                .build()?;
+            let plan = build::join_on(v.plan, renamed_scalar(p)?, JoinType::Inner, TS, "__sts")?;
             (plan, column("__svalue"))
         }
     };
@@ -179,7 +167,7 @@ fn vector_scalar(
                 labels,
             });
         }
-        let plan = LogicalPlanBuilder::from(plan).filter(cond)?.build()?;
+        let plan = build::filter(plan, cond)?;
         return Ok(Vector {
             plan: super::map_value(plan, &v.labels, column(VALUE))?,
             labels: v.labels,
@@ -242,9 +230,8 @@ fn vectors(op: &str, l: Vector, r: Vector, b: &BinaryExpr, return_bool: bool) ->
                     alias: &str,
                     name: &str|
      -> Result<LogicalPlan> {
-        let plan = side(v, labels, alias)?;
         if set_op {
-            return Ok(plan);
+            return side(v, labels, alias);
         }
         // The "one" side of a match must have one series per signature at each step.
         let aligned = align(v.plan.clone(), &v.labels, labels)?;
@@ -294,7 +281,7 @@ fn vectors(op: &str, l: Vector, r: Vector, b: &BinaryExpr, return_bool: bool) ->
         let mut exprs: Vec<Expr> = labels.iter().map(|x| qualified(from, x).alias(x)).collect();
         exprs.push(qualified(from, TS).alias(TS));
         exprs.push(qualified(from, VALUE).alias(VALUE));
-        Ok(LogicalPlanBuilder::from(plan).project(exprs)?.build()?)
+        build::project(plan, exprs)
     };
     match op {
         "and" | "unless" => {
@@ -386,14 +373,14 @@ fn vectors(op: &str, l: Vector, r: Vector, b: &BinaryExpr, return_bool: bool) ->
         if return_bool {
             when(cond, lit(1.0)).otherwise(lit(0.0))?
         } else {
-            plan = LogicalPlanBuilder::from(plan).filter(cond)?.build()?;
+            plan = build::filter(plan, cond)?;
             a
         }
     } else {
         arith(op, a, bv)?
     };
     exprs.push(value.alias(VALUE));
-    let plan = LogicalPlanBuilder::from(plan).project(exprs)?.build()?;
+    let plan = build::project(plan, exprs)?;
     // Each result series once per step: two matches giving the same labels are refused.
     let message = if matches!(card, VectorMatchCardinality::OneToOne) {
         "multiple matches for labels: many-to-one matching must be explicit (group_left/group_right):"

@@ -20,8 +20,8 @@ use promql_parser::parser::{Call, Expr as PExpr};
 
 use super::selector;
 use super::{
-    ALL, Context, Need, Scalar, Value, Vector, bad, column, constant, expr, map_value, string,
-    unsupported, vector, without_name,
+    ALL, Context, Need, Scalar, Value, Vector, bad, build, column, constant, expr, map_value,
+    string, unsupported, vector, without_name,
 };
 use crate::error::Result;
 use crate::promql::functions::RangeFn;
@@ -182,14 +182,15 @@ fn time(cx: &Context) -> Result<Scalar> {
     if cx.steps.len() == 1 {
         return Ok(Scalar::Const(cx.steps.start as f64 / 1000.0));
     }
-    let plan = LogicalPlanBuilder::from(super::steps(cx)?)
-        .project(vec![
+    let plan = build::project(
+        super::steps(cx)?,
+        vec![
             column(TS),
             (datafusion::logical_expr::cast(column(TS), arrow::datatypes::DataType::Float64)
                 / lit(1000.0))
             .alias(VALUE),
-        ])?
-        .build()?;
+        ],
+    )?;
     Ok(Scalar::Steps(plan))
 }
 
@@ -197,29 +198,28 @@ fn time(cx: &Context) -> Result<Scalar> {
 fn scalar_of(cx: &Context, arg: &PExpr) -> Result<Scalar> {
     use datafusion::functions_aggregate::expr_fn as agg;
     let v = vector(cx, arg, &Some(Default::default()))?;
-    let per_step = LogicalPlanBuilder::from(v.plan)
-        .aggregate(
-            vec![column(TS)],
-            vec![
-                agg::count(lit(1)).alias("__n"),
-                agg::max(column(VALUE)).alias("__v"),
-            ],
-        )?
-        .project(vec![
-            column(TS).alias("__sts"),
-            column("__n"),
-            column("__v"),
-        ])?
-        .build()?;
-    let plan = LogicalPlanBuilder::from(super::steps(cx)?)
-        .join(per_step, JoinType::Left, (vec![TS], vec!["__sts"]), None)?
-        .project(vec![
+    let per_step = build::aggregate(
+        v.plan,
+        vec![column(TS)],
+        vec![
+            agg::count(lit(1)).alias("__n"),
+            agg::max(column(VALUE)).alias("__v"),
+        ],
+    )?;
+    let per_step = build::project(
+        per_step,
+        vec![column(TS).alias("__sts"), column("__n"), column("__v")],
+    )?;
+    let joined = build::join_on(super::steps(cx)?, per_step, JoinType::Left, TS, "__sts")?;
+    let plan = build::project(
+        joined,
+        vec![
             column(TS),
             when(column("__n").eq(lit(1i64)), column("__v"))
                 .otherwise(lit(f64::NAN))?
                 .alias(VALUE),
-        ])?
-        .build()?;
+        ],
+    )?;
     Ok(Scalar::Steps(plan))
 }
 
@@ -284,7 +284,7 @@ fn set_label(v: Vector, dst: &str, value: Expr) -> Result<Vector> {
     exprs.push(column(TS));
     exprs.push(column(VALUE));
     Ok(Vector {
-        plan: LogicalPlanBuilder::from(v.plan).project(exprs)?.build()?,
+        plan: build::project(v.plan, exprs)?,
         labels,
     })
 }
@@ -369,28 +369,26 @@ fn histogram_quantile(cx: &Context, a: &[&PExpr]) -> Result<Value> {
     let list = agg::array_agg(bucket);
     let finish = udf("prom_bucket_quantile").call(vec![lit(q), column(VALUE)]);
     let grouped = super::aggregate::grouped(v, keep.clone(), list, Some(finish))?;
-    let plan = LogicalPlanBuilder::from(grouped.plan)
-        .filter(column(VALUE).is_not_null())?
-        .build()?;
+    let plan = build::filter(grouped.plan, column(VALUE).is_not_null())?;
     Ok(Value::Vector(Vector { plan, labels: keep }))
 }
 
 /// Rows `(labels of `vs`'s equality matchers, __ts, 1)` at the steps where `present` has none.
 fn absent_rows(cx: &Context, present: Vector, labels: Vec<(String, String)>) -> Result<Value> {
-    let seen = LogicalPlanBuilder::from(present.plan)
-        .project(vec![column(TS).alias("__sts")])?
-        .distinct()?
-        .build()?;
+    let seen = LogicalPlanBuilder::from(build::project(
+        present.plan,
+        vec![column(TS).alias("__sts")],
+    )?)
+    .distinct()?
+    .build()?;
     let mut exprs: Vec<Expr> = labels
         .iter()
         .map(|(k, v)| lit(ScalarValue::Utf8(Some(v.clone()))).alias(k))
         .collect();
     exprs.push(column(TS));
     exprs.push(lit(1.0).alias(VALUE));
-    let plan = LogicalPlanBuilder::from(super::steps(cx)?)
-        .join(seen, JoinType::LeftAnti, (vec![TS], vec!["__sts"]), None)?
-        .project(exprs)?
-        .build()?;
+    let missing = build::join_on(super::steps(cx)?, seen, JoinType::LeftAnti, TS, "__sts")?;
+    let plan = build::project(missing, exprs)?;
     Ok(Value::Vector(Vector {
         plan,
         labels: labels.into_iter().map(|(k, _)| k).collect(),

@@ -20,6 +20,7 @@
 
 pub mod aggregate;
 pub mod binary;
+pub mod build;
 pub mod call;
 pub mod selector;
 
@@ -127,7 +128,10 @@ pub(crate) fn bad(msg: impl Into<String>) -> QueryError {
     QueryError::Sql(msg.into())
 }
 
-/// Plans `e` for `need`.
+/// Plans `e` for `need`. Recursive, once per level of `e` (up to `MAX_OPERATORS` levels):
+/// the stack grows on the heap when little is left, so a deep expression cannot overflow the
+/// thread that plans it (a tokio worker's 2 MiB; a debug build's frames are large).
+#[recursive::recursive]
 pub fn expr(cx: &Context, e: &PExpr, need: &Need) -> Result<Value> {
     match e {
         PExpr::NumberLiteral(n) => Ok(Value::Scalar(Scalar::Const(n.val))),
@@ -225,7 +229,7 @@ pub fn map_value(plan: LogicalPlan, labels: &[String], value: Expr) -> Result<Lo
     let mut exprs: Vec<Expr> = labels.iter().map(|l| column(l)).collect();
     exprs.push(column(TS));
     exprs.push(value.alias(VALUE));
-    Ok(LogicalPlanBuilder::from(plan).project(exprs)?.build()?)
+    build::project(plan, exprs)
 }
 
 /// A projection of `plan` to exactly `labels` (sorted; missing ones as null), `__ts`,
@@ -243,7 +247,7 @@ pub fn align(plan: LogicalPlan, have: &[String], labels: &[String]) -> Result<Lo
         .collect();
     exprs.push(column(TS));
     exprs.push(column(VALUE));
-    Ok(LogicalPlanBuilder::from(plan).project(exprs)?.build()?)
+    build::project(plan, exprs)
 }
 
 /// The union of vectors (their labels lined up); `None` for no vectors.
@@ -297,8 +301,6 @@ pub fn steps(cx: &Context) -> Result<LogicalPlan> {
 pub fn scalar_rows(cx: &Context, s: Scalar) -> Result<LogicalPlan> {
     match s {
         Scalar::Steps(p) => Ok(p),
-        Scalar::Const(v) => Ok(LogicalPlanBuilder::from(steps(cx)?)
-            .project(vec![column(TS), lit(v).alias(VALUE)])?
-            .build()?),
+        Scalar::Const(v) => build::project(steps(cx)?, vec![column(TS), lit(v).alias(VALUE)]),
     }
 }
