@@ -1,8 +1,10 @@
 //! [`RowBatch`]: rows of one table in a compact, allocation-light form.
 //!
 //! Series keys live in one byte arena, field names are interned per batch and rows point into
-//! both. The binary encoding ([`RowBatch::encode_rows`] / [`RowBatch::decode`]) is the WAL's
-//! record payload; all integers are little-endian:
+//! both; consecutive rows of one series may point at the same key bytes
+//! ([`RowBatchBuilder::push_same_series`]), which the encoding writes per row as before. The
+//! binary encoding ([`RowBatch::encode_rows`] / [`RowBatch::decode`]) is the WAL's record
+//! payload; all integers are little-endian:
 //!
 //! ```text
 //! u32 table_len, table | u16 n_tags, (u16 len, name)* | u16 n_fields, (u16 len, name)*
