@@ -35,7 +35,9 @@ pub mod unique;
 use std::sync::Arc;
 
 use datafusion::logical_expr::LogicalPlan;
+use lrpar::{Lexeme, Lexer, NonStreamingLexer};
 use promql_parser::parser::Expr as PExpr;
+use promql_parser::parser::token::{T_ADD, T_COLON, T_LEFT_BRACKET, T_NUMBER, T_OFFSET, T_SUB};
 use promql_parser::parser::value::ValueType;
 use tempora_storage::Engine;
 
@@ -48,6 +50,9 @@ pub const MAX_QUERY_BYTES: usize = 64 * 1024;
 pub const MAX_NESTING: usize = 64;
 /// Most binary operators in one expression.
 pub const MAX_OPERATORS: usize = 256;
+/// Longest duration a number of seconds may give (`offset N`, `[N]`, `[N:M]`): 10^15 s
+/// (about 31.7 million years), whose milliseconds still fit an i64.
+pub const MAX_DURATION_SECS: f64 = 1e15;
 /// Default lookback delta: how far before a step an instant selector finds a sample (ms).
 pub const DEFAULT_LOOKBACK_MS: i64 = 5 * 60 * 1000;
 
@@ -167,9 +172,44 @@ pub fn check_text(text: &str) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a number in a duration's place — after `offset` (and its sign), after `[`, after a
+/// subquery's `:` — unless it is a finite count of seconds from 0 to [`MAX_DURATION_SECS`].
+/// promql-parser 0.11 turns such a number into a `Duration` with `from_secs_f64`, which
+/// panics on a negative, non-finite or too large value (`up offset 1e400`, `up offset Inf`, `up[1e400]`).
+/// Reads the parser's own tokens; text it cannot lex is left for the parser to refuse.
+pub fn check_durations(text: &str) -> Result<()> {
+    let Ok(lexer) = promql_parser::parser::lexer(text) else {
+        return Ok(());
+    };
+    let (mut before, mut last) = (None, None);
+    for lexeme in lexer.iter().flatten() {
+        let id = lexeme.tok_id();
+        let after_offset = last == Some(T_OFFSET)
+            || (before == Some(T_OFFSET) && matches!(last, Some(T_ADD | T_SUB)));
+        let in_brackets = matches!(last, Some(T_LEFT_BRACKET | T_COLON));
+        if id == T_NUMBER && (after_offset || in_brackets) {
+            let span = lexeme.span();
+            let number = lexer.span_str(span);
+            if let Ok(secs) = promql_parser::util::parse_str_radix(number) {
+                if !(0.0..=MAX_DURATION_SECS).contains(&secs) {
+                    return Err(QueryError::Sql(format!(
+                        "1:{}: parse error: the duration {number:?} (at byte {}) is not a \
+                         number of seconds from 0 to {MAX_DURATION_SECS}",
+                        span.start() + 1,
+                        span.start()
+                    )));
+                }
+            }
+        }
+        (before, last) = (last, Some(id));
+    }
+    Ok(())
+}
+
 /// Parses `text` into a query evaluated on `steps`.
 pub fn parse(text: &str, steps: Steps, lookback: i64, instant: bool) -> Result<PromQuery> {
     check_text(text)?;
+    check_durations(text)?;
     if lookback <= 0 {
         return Err(QueryError::Sql(
             "the lookback delta must be positive".into(),
@@ -235,6 +275,50 @@ mod tests {
         );
         let commented = format!("x # {}\n", "(".repeat(100));
         assert!(check_text(&commented).is_ok());
+    }
+
+    /// Numbers in a duration's place that promql-parser 0.11 would panic on, and their
+    /// neighbours that are fine (the parser answers those itself).
+    #[test]
+    fn durations_are_checked_before_parsing() {
+        let refused = [
+            ("too large offset", "up offset 1e400"),
+            ("57-digit offset", &format!("up offset 5{}", "5".repeat(56))),
+            ("negative-signed huge offset", "up offset -1e300"),
+            ("infinite offset", "up offset Inf"),
+            ("NaN offset", "up offset -NaN"),
+            ("range past f64", "rate(up[1e400])"),
+            ("subquery range past f64", "max_over_time(up[1e309:1m])"),
+            ("subquery step past f64", "max_over_time(up[5m:1e999])"),
+            ("huge hex range", "up[0x7fffffffffffffff]"),
+            ("just past the bound", "up offset 1000000000000001"),
+        ];
+        for (name, text) in refused {
+            let err = parse(text, Steps::instant(0), DEFAULT_LOOKBACK_MS, true)
+                .expect_err(name)
+                .to_string();
+            assert!(err.contains("is not a number of seconds"), "{name}: {err}");
+        }
+        let accepted = [
+            ("seconds as a number", "up offset 300"),
+            ("signed offset", "up offset -300"),
+            ("fractional range", "rate(up[90.5])"),
+            ("numeric subquery", "max_over_time(up[600:60])"),
+            ("at the bound", "up offset 1e15"),
+            ("large value elsewhere", "up > 1e400"),
+            ("Inf as a value", "up > Inf"),
+            ("number in a label value", r#"up{a="[1e400]"} offset 5m"#),
+        ];
+        for (name, text) in accepted {
+            assert!(check_durations(text).is_ok(), "{name}");
+            parse(text, Steps::instant(0), DEFAULT_LOOKBACK_MS, true).expect(name);
+        }
+        // The fuzzer's artifact (issue 26), whole: refused by the check, not a panic.
+        let artifact = format!(
+            r#"sum by (job) (ratu(ep{{job=~"a.*", insta!=""}}[0m] offset 1e))[5m] offset {}"#,
+            "5".repeat(56)
+        );
+        assert!(parse(&artifact, Steps::instant(0), DEFAULT_LOOKBACK_MS, true).is_err());
     }
 
     #[test]
