@@ -290,6 +290,10 @@ const EXPRESSIONS: &[(&str, Cmp)] = &[
         r#"go_threads or on(job) go_goroutines{job="node"}"#,
         Cmp::Exact,
     ),
+    ("up or go_goroutines", Cmp::Exact),
+    (r#"go_threads{job="node"} or process_open_fds"#, Cmp::Exact),
+    ("sum by (job) (up) or vector(0)", Cmp::Exact),
+    ("up or up or go_goroutines or go_threads or up", Cmp::Exact),
     (r#"absent(nonexistent_metric{job="x"})"#, Cmp::Exact),
     ("absent(up)", Cmp::Exact),
     ("absent_over_time(nonexistent[5s])", Cmp::Exact),
@@ -634,6 +638,14 @@ fn grafana_requests(s: &Server, prom_url: &str, stopped: f64) {
             "bad_data",
         ),
         ("/api/v1/series", "400", "bad_data"),
+        // Numbers of seconds the parser crate would panic on (issue 26's fuzz finding).
+        ("/api/v1/query?query=up%20offset%201e400", "400", "bad_data"),
+        ("/api/v1/query?query=rate(up%5B1e400%5D)", "400", "bad_data"),
+        (
+            "/api/v1/query_range?query=up%20offset%20-Inf&start=0&end=60&step=15",
+            "400",
+            "bad_data",
+        ),
     ] {
         let (c, body) = common::curl_status(&[&s.url(path)]);
         assert_eq!(c, code, "{path}: {body}");

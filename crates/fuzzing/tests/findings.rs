@@ -31,6 +31,21 @@ fn findings() -> Vec<(&'static str, &'static str, Vec<u8>)> {
             )
             .into_bytes(),
         ),
+        (
+            "prometheus",
+            "slow (4 s): a topk over 15 chained `or`s — each `or` read its left side twice, \
+             doubling the plan, and topk's window normalised its columns over all of it",
+            concat!(
+                r#"tOpk(3, cpupcu_usagE_systystem or abssystem or ystem or abseem or au_bsssagE_sys"#,
+                r#"tem or abssystem or ystem or absent(x{a="b"})--a-a_n-----------ar0o-_a----a_nama"#,
+                r#"m --------------ar0o-_a----a_namage_user-p4l--c--p2l--c-a-a_n/mm_ / ilabt /emlam"#,
+                r#" or us or us__ /pm_ /ilabto-pm_ /emlam or us or us_ /habszz3haceo-pm_ /emlam or "#,
+                r#"us or us__ /pm_ /ilabto-pm_ /emlam or us or us_ /habszz3hace-zzzzzam ---------A-"#,
+                r#"---ario-_a----a_a-a_nam --ri/-_a---ar_o{a="b"})"#,
+            )
+            .as_bytes()
+            .to_vec(),
+        ),
     ]
 }
 

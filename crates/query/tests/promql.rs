@@ -377,6 +377,47 @@ async fn aggregations_and_operators() {
     )
     .await;
     assert_eq!(or.len(), 3);
+    // `or on(job)`: the right side's series whose job the left lacks (db/c), with their own
+    // labels; a right series of a job the left has (api/b) is dropped.
+    let or_on = instant(
+        &q,
+        r#"http_requests_total{instance="a"} or on(job) (http_requests_total * 10)"#,
+        at,
+    )
+    .await;
+    let got: Vec<(Option<&str>, Option<&str>, f64)> = or_on
+        .iter()
+        .map(|r| {
+            (
+                r.0.get("instance").map(String::as_str),
+                r.0.get("__name__").map(String::as_str),
+                r.2,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (Some("a"), Some("http_requests_total"), 240.0),
+            (Some("c"), None, 2400.0)
+        ]
+    );
+    // Absent labels are equal (null to null): `vector(1)`'s empty signature matches only a
+    // left series without labels, as in the `sum(x) or vector(0)` idiom.
+    assert_eq!(
+        instant(&q, "http_requests_total or vector(1)", at)
+            .await
+            .len(),
+        4
+    );
+    assert_eq!(
+        instant(&q, "sum(http_requests_total) or vector(1)", at).await,
+        vec![(labels(&[]), at, 960.0)]
+    );
+    assert_eq!(
+        instant(&q, "nonexistent or vector(1)", at).await,
+        vec![(labels(&[]), at, 1.0)]
+    );
     // Scalars.
     assert_eq!(
         instant(&q, "1 + 2 * 3", at).await,
@@ -562,6 +603,18 @@ async fn operator_chains() {
     assert!(!summed[0].0.contains_key("__name__"));
     let scalars = instant(&q, &vec!["time()"; 100].join(" - "), at).await;
     assert_eq!(scalars[0].2, -98.0 * at as f64 / 1000.0);
+    // `or` reads each side once: 100 terms plan in linear size (an anti-join per `or`
+    // doubled the plan, 2^99 nodes), and the answer is each series once.
+    let ored = instant(&q, &vec![x; 100].join(" or "), at).await;
+    assert_eq!(
+        ored.iter().map(|r| r.2).collect::<Vec<_>>(),
+        [240.0, 480.0, 240.0]
+    );
+    let alternating = (0..99)
+        .map(|i| format!(r#"{x}{{instance="{}"}}"#, ["a", "b", "c"][i % 3]))
+        .collect::<Vec<_>>()
+        .join(" or ");
+    assert_eq!(instant(&q, &alternating, at).await.len(), 3);
     let mixed = format!("{} > bool 0", vec![format!("{x} * 2"); 60].join(" - "));
     assert_eq!(
         instant(&q, &mixed, at)

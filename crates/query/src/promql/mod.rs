@@ -286,6 +286,7 @@ mod tests {
             ("57-digit offset", &format!("up offset 5{}", "5".repeat(56))),
             ("negative-signed huge offset", "up offset -1e300"),
             ("infinite offset", "up offset Inf"),
+            ("a comment before the number", "up offset # why\n 1e400"),
             ("NaN offset", "up offset -NaN"),
             ("range past f64", "rate(up[1e400])"),
             ("subquery range past f64", "max_over_time(up[1e309:1m])"),
@@ -313,6 +314,17 @@ mod tests {
             assert!(check_durations(text).is_ok(), "{name}");
             parse(text, Steps::instant(0), DEFAULT_LOOKBACK_MS, true).expect(name);
         }
+        // Text the lexer refuses is left to the parser, which reads it with the same lexer.
+        assert!(check_durations("up offset 1e400 ¬").is_ok());
+        assert!(
+            parse(
+                "up offset 1e400 ¬",
+                Steps::instant(0),
+                DEFAULT_LOOKBACK_MS,
+                true
+            )
+            .is_err()
+        );
         // The fuzzer's artifact (issue 26), whole: refused by the check, not a panic.
         let artifact = format!(
             r#"sum by (job) (ratu(ep{{job=~"a.*", insta!=""}}[0m] offset 1e))[5m] offset {}"#,

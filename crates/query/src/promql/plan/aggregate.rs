@@ -12,7 +12,7 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::common::ScalarValue;
 use datafusion::functions_aggregate::expr_fn as agg;
 use datafusion::logical_expr::expr::Sort;
-use datafusion::logical_expr::{ExprFunctionExt, LogicalPlanBuilder, cast, lit};
+use datafusion::logical_expr::{ExprFunctionExt, cast, lit};
 use promql_parser::parser::{AggregateExpr, LabelModifier};
 
 use super::{Context, Need, Vector, bad, build, column, constant, unsupported, vector};
@@ -150,9 +150,7 @@ fn rank(input: Vector, keep: Vec<String>, k: f64, top: bool) -> Result<Vector> {
     let mut out: Vec<_> = input.labels.iter().map(|l| column(l)).collect();
     out.push(column(TS));
     out.push(column(VALUE));
-    let ranked = LogicalPlanBuilder::from(input.plan)
-        .window(vec![rn])?
-        .build()?;
+    let ranked = build::window(input.plan, vec![rn])?;
     let kept = build::filter(
         ranked,
         column("__rank").lt_eq(lit(ScalarValue::UInt64(Some(k as u64)))),

@@ -9,7 +9,10 @@
 //!   The result has the "many" side's labels (`on` keeps only those, `ignoring` drops those,
 //!   `group_left/right(…)` copies the listed ones from the "one" side); arithmetic and `bool`
 //!   drop `__name__`. `and`/`unless` are semi/anti joins; `or` adds the right side's rows
-//!   whose signature the left lacks at that step.
+//!   whose signature the left lacks at that step: a union of both sides tagged 0 and 1, kept
+//!   where the tag is the least of its (signature, step) — each side is read once, so a
+//!   chain `a or b or c …` is a plan of linear size (an anti-join reads the left side twice,
+//!   which doubled the plan at each `or`: 2^n nodes for n of them).
 //!
 //! Comparisons follow IEEE as Go does (a NaN compares unequal to everything); SQL's ordering
 //! puts NaN above every number, so each comparison is guarded.
@@ -19,7 +22,11 @@ use std::collections::BTreeSet;
 use datafusion::common::{Column, JoinType, NullEquality, ScalarValue};
 use datafusion::functions::expr_fn::isnan;
 use datafusion::functions::math::expr_fn::{atan2, power};
-use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder, lit, when};
+use datafusion::functions_aggregate::min_max::min_udaf;
+use datafusion::logical_expr::expr::WindowFunction;
+use datafusion::logical_expr::{
+    Expr, ExprFunctionExt, LogicalPlan, LogicalPlanBuilder, WindowFunctionDefinition, lit, when,
+};
 use promql_parser::parser::{BinaryExpr, LabelModifier, VectorMatchCardinality};
 
 use super::{ALL, Context, Scalar, Value, Vector, align, bad, build, column, expr, without_name};
@@ -184,6 +191,60 @@ fn qualified(side: &str, name: &str) -> Expr {
     Expr::Column(Column::new(Some(side), name))
 }
 
+/// `l or r`: every row of `l`, and the rows of `r` whose signature `l` lacks at that step.
+/// Both sides, with every label of either and of the signature, are unioned with a tag (0
+/// left, 1 right); a row is kept when its tag is the least in its (signature, step)
+/// partition. Absent labels are nulls, and nulls partition together, as the joins' keys
+/// match null to null.
+fn or(l: Vector, r: Vector, signature: &[String]) -> Result<Vector> {
+    const SIDE: &str = "__side";
+    const FIRST: &str = "__first_side";
+    let labels: Vec<String> = l
+        .labels
+        .iter()
+        .chain(&r.labels)
+        .cloned()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let all: Vec<String> = labels
+        .iter()
+        .chain(signature)
+        .cloned()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let tagged = |v: Vector, tag: i64| -> Result<LogicalPlan> {
+        let aligned = align(v.plan, &v.labels, &all)?;
+        let mut exprs: Vec<Expr> = all.iter().map(|x| column(x)).collect();
+        exprs.push(column(TS));
+        exprs.push(column(VALUE));
+        exprs.push(lit(tag).alias(SIDE));
+        build::project(aligned, exprs)
+    };
+    let both = LogicalPlanBuilder::from(tagged(l, 0)?)
+        .union(tagged(r, 1)?)?
+        .build()?;
+    let mut partition: Vec<Expr> = signature.iter().map(|x| column(x)).collect();
+    partition.push(column(TS));
+    let first = Expr::from(WindowFunction::new(
+        WindowFunctionDefinition::AggregateUDF(min_udaf()),
+        vec![column(SIDE)],
+    ))
+    .partition_by(partition)
+    .build()?
+    .alias(FIRST);
+    let windowed = build::window(both, vec![first])?;
+    let kept = build::filter(windowed, column(SIDE).eq(column(FIRST)))?;
+    let mut out: Vec<Expr> = labels.iter().map(|x| column(x)).collect();
+    out.push(column(TS));
+    out.push(column(VALUE));
+    Ok(Vector {
+        plan: build::project(kept, out)?,
+        labels,
+    })
+}
+
 /// A vector's plan with `extra` label columns added as nulls, under the alias `side`.
 fn side(v: &Vector, labels: &[String], alias: &str) -> Result<LogicalPlan> {
     Ok(
@@ -213,6 +274,9 @@ fn vectors(op: &str, l: Vector, r: Vector, b: &BinaryExpr, return_bool: bool) ->
             .collect(),
         None => union.iter().filter(|x| *x != NAME).cloned().collect(),
     };
+    if op == "or" {
+        return or(l, r, &signature);
+    }
     // Each side with every signature label (absent ones as null).
     let with_sig = |v: &Vector| -> Vec<String> {
         v.labels
@@ -224,7 +288,7 @@ fn vectors(op: &str, l: Vector, r: Vector, b: &BinaryExpr, return_bool: bool) ->
             .collect()
     };
     let (l_labels, r_labels) = (with_sig(&l), with_sig(&r));
-    let set_op = matches!(op, "and" | "or" | "unless");
+    let set_op = matches!(op, "and" | "unless");
     let one_side = |v: &Vector,
                     labels: &[String],
                     alias: &str,
@@ -295,31 +359,6 @@ fn vectors(op: &str, l: Vector, r: Vector, b: &BinaryExpr, return_bool: bool) ->
                 plan,
                 labels: l.labels,
             });
-        }
-        "or" => {
-            // The right rows whose signature the left lacks at that step.
-            let flipped = {
-                let rk = keys.clone();
-                let lk = rkeys.clone();
-                LogicalPlanBuilder::from(right)
-                    .join_detailed(
-                        left,
-                        JoinType::LeftAnti,
-                        (lk, rk),
-                        None,
-                        NullEquality::NullEqualsNull,
-                    )?
-                    .build()?
-            };
-            let extra = Vector {
-                plan: unqualify(flipped, &r.labels, "r")?,
-                labels: r.labels.clone(),
-            };
-            let left_only = Vector {
-                plan: l.plan,
-                labels: l.labels,
-            };
-            return Ok(super::union(vec![left_only, extra])?.expect("two parts"));
         }
         _ => {}
     }
