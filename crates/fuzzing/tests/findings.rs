@@ -1,6 +1,7 @@
 //! The long fuzz runs' findings (docs/fuzzing.md), replayed through the same target bodies
 //! the fuzzers run: each input once crashed or stalled its target and must now pass through
-//! it. A new finding is added here, as the fuzzer saved it, when it is fixed.
+//! it. A new finding is added here, as the fuzzer saved it, when it is fixed (inputs that
+//! are not plain text are files under `findings/`).
 
 use std::time::{Duration, Instant};
 
@@ -45,6 +46,11 @@ fn findings() -> Vec<(&'static str, &'static str, Vec<u8>)> {
             )
             .as_bytes()
             .to_vec(),
+        ),
+        (
+            "influxql",
+            "slow (3 s): `=~` chained on `=~`; the left side's SQL was written twice per level",
+            include_bytes!("findings/influxql-regex-chain").to_vec(),
         ),
     ]
 }

@@ -104,6 +104,16 @@ fn refusals_read_as_influxdb_s() {
             "invalid time \"yesterday\"",
         ),
         ("SELECT usage FROM cpu WHERE host =~ /(/", "invalid regex"),
+        // Found by the fuzzer: the left side is written twice in the SQL, so a chain of
+        // matches doubled the text at each level (1.5 KB of InfluxQL gave 9.7 MB of SQL).
+        (
+            "SELECT usage FROM cpu WHERE host =~ /a/ =~ /b/",
+            "=~ needs a tag or field on its left",
+        ),
+        (
+            "SELECT usage FROM cpu WHERE (1 + 2) !~ /b/",
+            "!~ needs a tag or field on its left",
+        ),
     ] {
         let e = select(&sel(q), "cpu", &cpu(), NOW).unwrap_err();
         assert!(e.contains(want), "{q}: {e}");

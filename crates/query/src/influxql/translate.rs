@@ -165,6 +165,11 @@ impl Ctx<'_> {
                 let Expr::Regex(re) = r.as_ref() else {
                     return Err(format!("{op} needs a regex on its right"));
                 };
+                // A tag or field on the left: its SQL is written twice below, so any other
+                // operand (`a =~ /x/ =~ /y/ …`) would double the text at each level.
+                if !matches!(l.as_ref(), Expr::Var(..)) {
+                    return Err(format!("{op} needs a tag or field on its left"));
+                }
                 let col = self.operand(l)?;
                 let matches_empty = regex::Regex::new(re)
                     .map_err(|e| format!("invalid regex /{re}/: {e}"))?

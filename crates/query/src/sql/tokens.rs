@@ -39,7 +39,96 @@ pub fn tokenize(sql: &str) -> Result<Vec<TokenWithSpan>> {
         .map_err(|e| QueryError::Sql(format!("SQL syntax: {e}")))?;
     check_nesting(&tokens)?;
     check_chains(&tokens)?;
+    check_operators(&tokens)?;
     Ok(tokens)
+}
+
+/// Most binary operators in one chain of an expression (`a + b + …`, `x = 1 OR x = 2 OR …`,
+/// `v::int::text…`). sqlparser reads a chain in a loop but builds it as a tree as deep as the
+/// chain is long, and everything after it — cloning, planning, the optimizer, dropping the
+/// tree — recurses once per level: `SELECT 1+1+…` with 5,000 terms (10 KB) overflowed a
+/// server thread's stack and killed the server. In a debug build a table query survives
+/// 1,000 levels and not 2,000.
+pub const MAX_CHAIN_OPERATORS: usize = 1024;
+
+/// Binary operators in each chain are at most [`MAX_CHAIN_OPERATORS`]. A chain is what lies
+/// between commas at one depth of brackets; a bracketed group is one operand of its chain
+/// (its own operators count in a chain of their own). Operators of neighbouring clauses at
+/// the same depth count together (`… WHERE a = 1 AND …`): a bound, not a parse.
+pub fn check_operators(tokens: &[TokenWithSpan]) -> Result<()> {
+    // The count of each open bracket's enclosing chain.
+    let mut open: Vec<usize> = Vec::new();
+    let mut count = 0usize;
+    for t in tokens {
+        match &t.token {
+            Token::LParen | Token::LBracket => open.push(std::mem::replace(&mut count, 0)),
+            Token::RParen | Token::RBracket => count = open.pop().unwrap_or(0),
+            Token::Comma | Token::SemiColon => count = 0,
+            other if binary_operator(other) => {
+                count += 1;
+                if count > MAX_CHAIN_OPERATORS {
+                    return Err(QueryError::Sql(format!(
+                        "SQL syntax: more than {MAX_CHAIN_OPERATORS} operators in one chain of \
+                         an expression at line {} column {} (a longer chain nests too deep to \
+                         plan; for a long list of values use IN (…))",
+                        t.span.start.line, t.span.start.column
+                    )));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Tokens that join two operands in a chain (a unary `-` or `NOT` counts too: harmless, as
+/// those nest only as deep as the parser's recursion limit).
+fn binary_operator(t: &Token) -> bool {
+    use datafusion::sql::sqlparser::keywords::Keyword;
+    match t {
+        Token::Word(w) => {
+            w.quote_style.is_none()
+                && matches!(
+                    w.keyword,
+                    Keyword::AND
+                        | Keyword::OR
+                        | Keyword::XOR
+                        | Keyword::LIKE
+                        | Keyword::ILIKE
+                        | Keyword::IS
+                        | Keyword::COLLATE
+                )
+        }
+        Token::Plus
+        | Token::Minus
+        | Token::Mul
+        | Token::Div
+        | Token::Mod
+        | Token::StringConcat
+        | Token::Eq
+        | Token::DoubleEq
+        | Token::Neq
+        | Token::Lt
+        | Token::Gt
+        | Token::LtEq
+        | Token::GtEq
+        | Token::Spaceship
+        | Token::Caret
+        | Token::Ampersand
+        | Token::Pipe
+        | Token::ShiftLeft
+        | Token::ShiftRight
+        | Token::Tilde
+        | Token::TildeAsterisk
+        | Token::ExclamationMarkTilde
+        | Token::ExclamationMarkTildeAsterisk
+        | Token::DoubleColon
+        | Token::Arrow
+        | Token::LongArrow
+        | Token::HashArrow
+        | Token::HashLongArrow => true,
+        _ => false,
+    }
 }
 
 /// Most `.` accepted in one chain of names and field accesses (`db.schema.table.column` has
@@ -372,6 +461,82 @@ mod tests {
                 "the fuzz finding",
                 "IF(IF(LIF(L[-LF(IF(IF(LIF(L[-LF(".into(),
                 Some("never closed"),
+            ),
+        ];
+        for (name, sql, want) in cases {
+            match (tokenize(&sql), want) {
+                (Ok(_), None) => {}
+                (Err(e), Some(w)) => assert!(e.to_string().contains(w), "{name}: {e}"),
+                (got, _) => panic!("{name}: {:?}", got.map(|t| t.len())),
+            }
+        }
+    }
+
+    #[test]
+    fn operator_chains_are_bounded_before_parsing() {
+        let plus = |n: usize| format!("SELECT 1{}", "+1".repeat(n));
+        let ors = |n: usize| {
+            let terms: Vec<String> = (0..n).map(|i| format!("x = {i}")).collect();
+            format!("SELECT * FROM t WHERE {}", terms.join(" OR "))
+        };
+        let cases: Vec<(&str, String, Option<&str>)> = vec![
+            ("a chain at the limit", plus(MAX_CHAIN_OPERATORS), None),
+            (
+                "one past the limit",
+                plus(MAX_CHAIN_OPERATORS + 1),
+                Some(
+                    "more than 1024 operators in one chain of an expression at line 1 column 2057",
+                ),
+            ),
+            (
+                "the crash (5,000 terms)",
+                plus(4_999),
+                Some("operators in one chain"),
+            ),
+            // `x = i OR` is two operators a term.
+            ("512 equalities joined by OR", ors(512), None),
+            ("513 of them", ors(513), Some("operators in one chain")),
+            (
+                "commas end a chain: a long list of values",
+                format!(
+                    "SELECT 1 WHERE 5 IN ({})",
+                    (0..20_000)
+                        .map(|i| format!("-{i}"))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ),
+                None,
+            ),
+            (
+                "rows of VALUES with negative numbers",
+                format!(
+                    "INSERT INTO t VALUES {}",
+                    vec!["(-1, -2.5, 'a-b')"; 5_000].join(",")
+                ),
+                None,
+            ),
+            (
+                "a bracketed group counts in its own chain",
+                format!(
+                    "SELECT ({}) + ({})",
+                    plus(1_000).replace("SELECT ", ""),
+                    plus(1_000).replace("SELECT ", "")
+                ),
+                None,
+            ),
+            (
+                "operators in strings and quoted names do not count",
+                format!(
+                    "SELECT '{}' AS \"{}\"",
+                    "+".repeat(5_000),
+                    "-".repeat(2_000)
+                ),
+                None,
+            ),
+            (
+                "casts chain too",
+                format!("SELECT x{}", "::text".repeat(1_100)),
+                Some("operators in one chain"),
             ),
         ];
         for (name, sql, want) in cases {
