@@ -190,15 +190,15 @@ pub fn check_durations(text: &str) -> Result<()> {
         if id == T_NUMBER && (after_offset || in_brackets) {
             let span = lexeme.span();
             let number = lexer.span_str(span);
-            if let Ok(secs) = promql_parser::util::parse_str_radix(number) {
-                if !(0.0..=MAX_DURATION_SECS).contains(&secs) {
-                    return Err(QueryError::Sql(format!(
-                        "1:{}: parse error: the duration {number:?} (at byte {}) is not a \
-                         number of seconds from 0 to {MAX_DURATION_SECS}",
-                        span.start() + 1,
-                        span.start()
-                    )));
-                }
+            if let Ok(secs) = promql_parser::util::parse_str_radix(number)
+                && !(0.0..=MAX_DURATION_SECS).contains(&secs)
+            {
+                return Err(QueryError::Sql(format!(
+                    "1:{}: parse error: the duration {number:?} (at byte {}) is not a \
+                     number of seconds from 0 to {MAX_DURATION_SECS}",
+                    span.start() + 1,
+                    span.start()
+                )));
             }
         }
         (before, last) = (last, Some(id));
