@@ -422,6 +422,17 @@ mod tests {
         }
     }
 
+    /// Each (name, text, expected error fragment or `None` for accepted) through `tokenize`.
+    fn check_cases(cases: Vec<(&str, String, Option<&str>)>) {
+        for (name, sql, want) in cases {
+            match (tokenize(&sql), want) {
+                (Ok(_), None) => {}
+                (Err(e), Some(w)) => assert!(e.to_string().contains(w), "{name}: {e}"),
+                (got, _) => panic!("{name}: {:?}", got.map(|t| t.len())),
+            }
+        }
+    }
+
     #[test]
     fn nesting_is_bounded_before_parsing() {
         let deep = |n: usize| format!("SELECT {}1{}", "f(".repeat(n), ")".repeat(n));
@@ -463,13 +474,7 @@ mod tests {
                 Some("never closed"),
             ),
         ];
-        for (name, sql, want) in cases {
-            match (tokenize(&sql), want) {
-                (Ok(_), None) => {}
-                (Err(e), Some(w)) => assert!(e.to_string().contains(w), "{name}: {e}"),
-                (got, _) => panic!("{name}: {:?}", got.map(|t| t.len())),
-            }
-        }
+        check_cases(cases);
     }
 
     #[test]
@@ -539,13 +544,7 @@ mod tests {
                 Some("operators in one chain"),
             ),
         ];
-        for (name, sql, want) in cases {
-            match (tokenize(&sql), want) {
-                (Ok(_), None) => {}
-                (Err(e), Some(w)) => assert!(e.to_string().contains(w), "{name}: {e}"),
-                (got, _) => panic!("{name}: {:?}", got.map(|t| t.len())),
-            }
-        }
+        check_cases(cases);
     }
 
     #[test]
@@ -624,13 +623,7 @@ mod tests {
                 Some("is not followed by a name"),
             ),
         ];
-        for (name, sql, want) in cases {
-            match (tokenize(&sql), want) {
-                (Ok(_), None) => {}
-                (Err(e), Some(w)) => assert!(e.to_string().contains(w), "{name}: {e}"),
-                (got, _) => panic!("{name}: {:?}", got.map(|t| t.len())),
-            }
-        }
+        check_cases(cases);
     }
 
     #[test]

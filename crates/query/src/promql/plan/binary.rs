@@ -192,22 +192,15 @@ fn qualified(side: &str, name: &str) -> Expr {
 }
 
 /// `l or r`: every row of `l`, and the rows of `r` whose signature `l` lacks at that step.
-/// Both sides, with every label of either and of the signature, are unioned with a tag (0
+/// `union` is the labels of either side. Both sides, with every label of either and of the signature, are unioned with a tag (0
 /// left, 1 right); a row is kept when its tag is the least in its (signature, step)
 /// partition. Absent labels are nulls, and nulls partition together, as the joins' keys
 /// match null to null.
-fn or(l: Vector, r: Vector, signature: &[String]) -> Result<Vector> {
+fn or(l: Vector, r: Vector, union: &BTreeSet<String>, signature: &[String]) -> Result<Vector> {
     const SIDE: &str = "__side";
     const FIRST: &str = "__first_side";
-    let labels: Vec<String> = l
-        .labels
-        .iter()
-        .chain(&r.labels)
-        .cloned()
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let all: Vec<String> = labels
+    let labels: Vec<String> = union.iter().cloned().collect();
+    let all: Vec<String> = union
         .iter()
         .chain(signature)
         .cloned()
@@ -275,7 +268,7 @@ fn vectors(op: &str, l: Vector, r: Vector, b: &BinaryExpr, return_bool: bool) ->
         None => union.iter().filter(|x| *x != NAME).cloned().collect(),
     };
     if op == "or" {
-        return or(l, r, &signature);
+        return or(l, r, &union, &signature);
     }
     // Each side with every signature label (absent ones as null).
     let with_sig = |v: &Vector| -> Vec<String> {
