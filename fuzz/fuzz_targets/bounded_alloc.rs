@@ -1,11 +1,11 @@
 //! The bound on one allocation (1 GiB), kept by each target itself.
 //!
 //! Under ASan, libFuzzer's `-malloc_limit_mb` sees every allocation through the sanitizer's
-//! malloc hooks. A build without a sanitizer (`cargo fuzz build -s none`, about twice as many
-//! inputs a second) has no such hooks and the flag does nothing, so every target's global
-//! allocator checks the size itself: an allocation (or reallocation) of more than
-//! [`LIMIT`] bytes writes one line to stderr and aborts, which libFuzzer reports as a crash
-//! and saves the input. The check is one comparison per allocation; nothing else changes.
+//! malloc hooks. A build without a sanitizer (`cargo fuzz build -s none`) has no such hooks
+//! and the flag does nothing, so every target's global allocator checks the size itself: an
+//! allocation (or reallocation) of more than [`LIMIT`] bytes writes one line to stderr and
+//! aborts, which libFuzzer reports as a crash and saves the input. The check is one
+//! comparison per allocation; nothing else changes.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Write;
