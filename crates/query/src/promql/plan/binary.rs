@@ -192,10 +192,10 @@ fn qualified(side: &str, name: &str) -> Expr {
 }
 
 /// `l or r`: every row of `l`, and the rows of `r` whose signature `l` lacks at that step.
-/// `union` is the labels of either side. Both sides, with every label of either and of the signature, are unioned with a tag (0
-/// left, 1 right); a row is kept when its tag is the least in its (signature, step)
-/// partition. Absent labels are nulls, and nulls partition together, as the joins' keys
-/// match null to null.
+/// `union` is the labels of either side. Both sides, with every label of either and of the
+/// signature, are unioned with a tag (0 left, 1 right); a row is kept when its tag is the
+/// least in its (signature, step) partition. Absent labels are nulls, and nulls partition
+/// together, as the joins' keys match null to null.
 fn or(l: Vector, r: Vector, union: &BTreeSet<String>, signature: &[String]) -> Result<Vector> {
     const SIDE: &str = "__side";
     const FIRST: &str = "__first_side";
